@@ -1,0 +1,272 @@
+"""`CudaLauncher`: the drop-in for Triton's `driver.active.launcher_cls`.
+
+Triton builds one launcher per compiled kernel, `CudaLauncher(src, metadata)`, and calls it as
+
+    launcher(gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
+             launch_enter_hook, launch_exit_hook, *args)
+
+with every argument the kernel was called with (constexprs and nested tuples included).
+Construction plans the signature once (launcher/signature.py) and generates a Python function
+for exactly that signature: it unpacks tuples, reads `data_ptr()`, encodes tensor descriptors
+and packs everything with one precompiled `struct.Struct`, which also range-checks every
+scalar. One cffi call then launches (the GIL is released around it). When anything is wrong
+with the arguments, a slow path walks them again and raises an exception that names the
+kernel and the parameter, before any hook or driver call.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import struct
+import threading
+
+from launcher import driver, errors, signature as sig
+from launcher.signature import ArgPlan, UnsupportedSignature
+from launcher.tensormap import DescriptorEncoder, tensormap_bytes
+from launcher.versions import profile_scratch_allocator, scratch_allocator, triton_version
+
+log = logging.getLogger("launcher")
+
+_BASE_ARGS = ("gridX", "gridY", "gridZ", "stream", "function", "kernel_metadata",
+              "launch_metadata", "launch_enter_hook", "launch_exit_hook")
+
+
+def _arg_names(src) -> list:
+    """Display names of a kernel's arguments: names for ASTSource, positions for IRSource."""
+    keys = list(src.signature.keys())
+    fn = getattr(src, "fn", None)
+    arg_names = getattr(fn, "arg_names", None)
+    if arg_names is not None and len(arg_names) == len(keys):
+        return list(arg_names)
+    return [k if isinstance(k, str) else f"#{k}" for k in keys]
+
+
+def unsupported_reason(metadata) -> str | None:
+    """Why a kernel must go to the stock launcher, or None."""
+    mode = getattr(metadata, "instrumentation_mode", "") or ""
+    if "gsan" in str(mode):
+        return "gsan instrumentation"
+    return None
+
+
+class _Generated:
+    """The source and namespace of one signature's launch function."""
+
+    def __init__(self, plan: ArgPlan, metadata, dry_run: bool):
+        self.plan = plan
+        self.lines = []
+        self.ns = {}
+        self.n_values = 0
+        self.values = []
+        self.dry_run = dry_run
+        self.metadata = metadata
+
+    def emit(self, line, depth=1):
+        self.lines.append("    " * depth + line)
+
+    def bind(self, name, value):
+        self.ns[name] = value
+        return name
+
+    def unpack(self, nodes, names, depth):
+        """Emit code that turns the arguments `names` (nodes) into packed values."""
+        for node, var in zip(nodes, names):
+            if node.kind == "constexpr":
+                continue
+            if node.kind == "tuple":
+                inner = [f"{var}_{i}" for i in range(len(node.children))]
+                if inner:
+                    self.emit(f"{', '.join(inner)}, = {var}", depth)
+                else:
+                    self.emit(f"if len({var}): raise ValueError", depth)
+                self.unpack(node.children, inner, depth)
+            elif node.kind == "pointer":
+                v = f"v{len(self.values)}"
+                self.emit(f"{v} = {var} if {var}.__class__ is int else "
+                          f"{var}.data_ptr() if {var} is not None else 0", depth)
+                self.values.append(v)
+            elif node.kind == "tensormap":
+                v = f"v{len(self.values)}"
+                fn = self.bind(f"_tma_{len(self.values)}", functools.partial(tensormap_bytes, name=node.name))
+                self.emit(f"{v} = {var}.data if {var}.__class__ is _TensorMap else {fn}({var})", depth)
+                self.values.append(v)
+            elif node.kind == "tensordesc":
+                vs = [f"v{len(self.values) + i}" for i in range(len(node.params))]
+                fn = self.bind(f"_desc_{len(self.values)}", self.tensordesc_expander(node))
+                self.emit(f"{', '.join(vs)}, = {fn}({var})", depth)
+                self.values.extend(vs)
+            else:  # scalar
+                ty = node.type
+                if ty in ("i1", "u1"):
+                    self.emit(f"if not ({var} is True or {var} is False or {var} == 0 or {var} == 1): "
+                              "raise ValueError", depth)
+                self.values.append(var)
+
+    def tensordesc_expander(self, node):
+        meta = node.desc["meta"]
+        if meta is not None:
+            return DescriptorEncoder(node.name, meta, node.desc["ndim"], version=triton_version())
+        tf32 = triton_version() >= (3, 7)
+
+        def decompose(d):
+            base = d.base
+            ptr = base if base.__class__ is int else base.data_ptr() if base is not None else 0
+            shape, strides = tuple(d.shape), tuple(d.strides)
+            flags = (d.padding == "nan", bool(d.round_f32_to_tf32)) if tf32 else (d.padding == "nan",)
+            return (ptr, *shape, *strides, *flags, *shape, *strides)
+
+        return decompose
+
+    def build(self, name):
+        plan = self.plan
+        md = self.metadata
+        args = [f"a{i}" for i in range(plan.arity)]
+        self.lines.append(f"def {name}(self, {', '.join(_BASE_ARGS)}, *args):")
+        self.emit("try:")
+        if args:
+            self.emit(f"{', '.join(args)}, = args", 2)
+        else:
+            self.emit("if args: raise ValueError", 2)
+        self.unpack(plan.args, args, 2)
+        self.emit("num_warps, num_ctas, shared = kernel_metadata", 2)
+        head = "function, stream, gridX, gridY, gridZ, num_warps, num_ctas, shared"
+        values = ", ".join([head] + self.values)
+        gsize, psize = md.global_scratch_size or 0, md.profile_scratch_size or 0
+        if gsize or psize:
+            # Check everything first, then allocate: a bad argument allocates nothing.
+            self.bind("_pack_args", struct.Struct(plan.format[:-2]).pack)
+            self.bind("_pack_scratch", struct.Struct("<QQ").pack)
+            self.emit(f"buf = _pack_args({values})", 2)
+            self.emit("n_programs = gridX * gridY * gridZ * num_ctas", 2)
+            for var, size, align, alloc in (
+                    ("g", gsize, md.global_scratch_align, scratch_allocator),
+                    ("p", psize, md.profile_scratch_align, profile_scratch_allocator)):
+                if size:
+                    self.bind(f"_alloc_{var}", alloc)
+                    self.emit(f"{var}_obj = _alloc_{var}()(n_programs * {size}, {align}, stream)", 2)
+                    self.emit(f"{var} = {var}_obj.data_ptr() if {var}_obj is not None else 0", 2)
+                else:
+                    self.emit(f"{var} = 0", 2)
+            self.emit("buf += _pack_scratch(g, p)", 2)
+        else:
+            self.bind("_pack", struct.Struct(plan.format).pack)
+            self.emit(f"buf = _pack({values}, 0, 0)", 2)
+        self.emit("except Exception as exc:")
+        self.emit(f"self._fail(exc, ({', '.join(_BASE_ARGS[:6])}), args)", 2)
+        self.emit("if launch_enter_hook is not None:")
+        self.emit("launch_enter_hook(launch_metadata)", 2)
+        if self.dry_run:
+            self.emit("out = _new_out()")
+            self.emit("rc = _launch(_plan, buf, out)")
+        else:
+            self.emit("rc = _launch(_plan, buf, _NULL)")
+        self.emit("if rc:")
+        self.emit("self._launch_failed(rc)", 2)
+        self.emit("if launch_exit_hook is not None:")
+        self.emit("launch_exit_hook(launch_metadata)", 2)
+        if self.dry_run:
+            self.emit("return _split(out)")
+        return "\n".join(self.lines) + "\n"
+
+
+class CudaLauncher:
+    """Launches one compiled Triton kernel; `launcher_cls` for Triton's NVIDIA driver."""
+
+    # Launchers for unsupported kernels come from here (the stock class, set by install()).
+    stock_launcher_cls = None
+
+    def __new__(cls, src, metadata):
+        reason = unsupported_reason(metadata)
+        plan = None
+        if reason is None:
+            try:
+                plan = plan_kernel(src, metadata)
+            except UnsupportedSignature as e:
+                reason = str(e)
+        if reason is not None:
+            stock = cls.stock_launcher_cls
+            if stock is None:
+                raise errors.UnsupportedKernel(
+                    f"kernel {getattr(metadata, 'name', '?')!r}: {reason} is not supported by "
+                    "launcher and no stock Triton launcher is available to fall back to")
+            log.debug("kernel %r: %s; using the stock Triton launcher", metadata.name, reason)
+            return stock(src, metadata)
+        self = super().__new__(_launch_class(plan, metadata))
+        return self
+
+    def __init__(self, src, metadata):
+        self.name = metadata.name
+        self.metadata = metadata
+
+    # The per-signature subclass defines __call__ and dry_run; these support them.
+    def _fail(self, exc, base, args):
+        errors.diagnose(self.plan, base, args, exc)
+
+    def _launch_failed(self, rc):
+        raise errors.launch_error(self.plan, rc)
+
+
+def plan_kernel(src, metadata) -> ArgPlan:
+    return sig.plan_signature(
+        metadata.name, _arg_names(src), list(src.signature.values()),
+        getattr(metadata, "tensordesc_meta", None), tf32_flag=triton_version() >= (3, 7))
+
+
+_classes_lock = threading.Lock()
+_classes: dict = {}
+_MAX_CLASSES = 4096
+
+
+def _class_key(plan: ArgPlan, md) -> tuple:
+    metas = getattr(md, "tensordesc_meta", None) or []
+    return (plan.kernel, tuple(plan.arg_names()), repr([a.type for a in plan.args]), repr(metas),
+            md.global_scratch_size, md.global_scratch_align, md.profile_scratch_size,
+            md.profile_scratch_align, bool(md.launch_cooperative_grid), bool(md.launch_pdl))
+
+
+def _launch_class(plan: ArgPlan, md) -> type:
+    """The CudaLauncher subclass whose __call__ is generated for this signature (cached)."""
+    key = _class_key(plan, md)
+    cls = _classes.get(key)
+    if cls is not None:
+        return cls
+    ffi, lib = driver.native()
+    params = plan.params
+    offsets = ffi.new("int[]", [p.read_at for p in params])
+    sizes = ffi.new("int[]", [p.size for p in params])
+    kinds = ffi.new("unsigned char[]", [p.kind for p in params])
+    cplan = ffi.new("launcher_plan *", {
+        "n_params": len(params), "args_size": plan.size, "offsets": offsets, "sizes": sizes,
+        "kinds": kinds, "launch_cooperative_grid": int(bool(md.launch_cooperative_grid)),
+        "launch_pdl": int(bool(md.launch_pdl))})
+    out_size = sum(p.size for p in params)
+    split_at = []
+    pos = 0
+    for p in params:
+        split_at.append((pos, pos + p.size))
+        pos += p.size
+
+    def new_out():
+        return ffi.new("char[]", max(out_size, 1))
+
+    def split(out):
+        raw = bytes(ffi.buffer(out, out_size))
+        return [raw[a:b] for a, b in split_at]
+
+    from launcher.tensormap import TensorMap
+    namespace = {"_launch": lib.launcher_launch, "_plan": cplan, "_NULL": ffi.NULL,
+                 "_TensorMap": TensorMap, "_new_out": new_out, "_split": split}
+    attrs = {"plan": plan, "_keepalive": (offsets, sizes, kinds, cplan)}
+    for fname, dry in (("__call__", False), ("dry_run", True)):
+        gen = _Generated(plan, md, dry)
+        source = gen.build(fname)
+        ns = dict(namespace, **gen.ns)
+        exec(compile(source, f"<launcher {plan.kernel} {fname}>", "exec"), ns)
+        attrs[fname] = ns[fname]
+        attrs[f"_{fname.strip('_')}_source"] = source
+    cls = type(f"CudaLauncher[{plan.kernel}]", (CudaLauncher,), attrs)
+    with _classes_lock:
+        if len(_classes) >= _MAX_CLASSES:
+            _classes.clear()
+        cls = _classes.setdefault(key, cls)
+    return cls
