@@ -1,0 +1,51 @@
+"""The fence check that runs before each kernel is loaded (Triton's kernel_load_start_hook)."""
+from __future__ import annotations
+
+import logging
+import threading
+
+log = logging.getLogger("launcher.fence")
+
+
+class FenceCheckHook:
+    """Checks each kernel's IR once (by hash) before its cubin is loaded.
+
+    policy "warn" logs one warning per kernel with an error finding; "error" raises
+    launcher.fence.FenceHazardError, so the cubin is never loaded; "off" does nothing.
+    """
+
+    def __init__(self, policy: str):
+        self.policy = policy
+        self.chained = None  # a user's plain hook we replaced, called after us
+        self._seen: dict = {}  # kernel hash -> FenceHazardError or None
+        self._lock = threading.Lock()
+        self._said_no_ptx = False
+
+    def __call__(self, module, function, name, metadata_group, hash, *rest):
+        if self.policy != "off":
+            self.check(name, metadata_group, hash)
+        if self.chained is not None:
+            self.chained(module, function, name, metadata_group, hash, *rest)
+
+    def check(self, name, metadata_group, kernel_hash):
+        from launcher import fence
+
+        with self._lock:
+            known = kernel_hash in self._seen
+            error = self._seen.get(kernel_hash)
+        if not known:
+            report = fence.check_metadata_group(metadata_group or {}, name)
+            error = None
+            if report is None:
+                if not self._said_no_ptx:
+                    self._said_no_ptx = True
+                    log.info("fence check skipped for %r and later kernels without PTX in the "
+                             "Triton cache (TRITON_STORE_BINARY_ONLY?)", name)
+            elif report.errors:
+                error = fence.FenceHazardError(report)
+                if self.policy == "warn":
+                    log.warning("%s", report.format_text())
+            with self._lock:
+                self._seen[kernel_hash] = error
+        if error is not None and self.policy == "error":
+            raise error

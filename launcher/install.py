@@ -1,0 +1,182 @@
+"""Switch Triton's NVIDIA driver to this package, and back.
+
+`install()` replaces `triton.backends.nvidia.driver.CudaLauncher` and `CudaUtils` (so a driver
+created later is ours from the start) and patches the active driver if Triton already made one.
+Kernels loaded before keep working: their launchers are theirs. `uninstall()` restores stock;
+modules our cache loaded stay valid until their last holder lets go.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+
+from launcher import versions
+from launcher.cuda_launcher import CudaLauncher
+from launcher.modules import ModuleCache
+from launcher.utils import CudaUtils
+
+log = logging.getLogger("launcher")
+
+_lock = threading.RLock()
+_state: dict = {}  # while installed: what we replaced
+_module_cache: ModuleCache | None = None
+
+FENCE_POLICIES = ("off", "warn", "error")
+
+
+def module_cache() -> ModuleCache:
+    """The process-wide module cache (created on first use)."""
+    global _module_cache
+    with _lock:
+        if _module_cache is None:
+            _module_cache = ModuleCache()
+        return _module_cache
+
+
+def is_installed() -> bool:
+    return bool(_state)
+
+
+def _fence_policy(policy: str | None) -> str:
+    policy = (policy or os.environ.get("LAUNCHER_FENCE_CHECK", "") or "warn").strip().lower()
+    if policy not in FENCE_POLICIES:
+        raise ValueError(f"LAUNCHER_FENCE_CHECK must be one of {', '.join(FENCE_POLICIES)}, got {policy!r}")
+    return policy
+
+
+def _existing_drivers(nv):
+    """Triton's driver objects that already exist (created before install), if NVIDIA ones."""
+    from triton.runtime.driver import driver as config
+
+    found = []
+    for attr in ("_default", "_active"):
+        d = getattr(config, attr, None)
+        if isinstance(d, nv.CudaDriver) and d not in found:
+            found.append(d)
+    return found
+
+
+class _StockUtilsAfterUninstall:
+    """Stock CudaUtils, created on first use, that still lets our cache own its modules."""
+
+    def __init__(self, stock_cls, cache: ModuleCache):
+        self._stock_cls = stock_cls
+        self._cache = cache
+        self._stock = None
+
+    def _get(self):
+        if self._stock is None:
+            self._stock = self._stock_cls()
+        return self._stock
+
+    def unload_module(self, module):
+        if not self._cache.unload_module(module):
+            return self._get().unload_module(module)
+        return None
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._get(), name)
+
+
+def install(*, fence_check: str | None = None) -> None:
+    """Make Triton launch and load every kernel loaded from now on through this package.
+
+    fence_check: "off", "warn" (default) or "error" — what to do when a kernel's IR shows a
+    missing proxy fence (see launcher.fence); defaults to $LAUNCHER_FENCE_CHECK.
+    """
+    with _lock:
+        policy = _fence_policy(fence_check)
+        if _state:
+            _state["fence"].policy = policy
+            return
+        if not versions.is_supported():
+            lo, hi = versions.SUPPORTED
+            raise RuntimeError(f"launcher supports Triton {lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}, "
+                               f"found {'.'.join(map(str, versions.triton_version()))}")
+        from triton import knobs
+        from triton.backends.nvidia import driver as nv
+
+        from launcher.fence_hook import FenceCheckHook
+
+        utils = CudaUtils(module_cache(), stock_utils_cls=nv.CudaUtils)
+
+        class UtilsFactory:  # what CudaDriver.__init__ calls: CudaUtils()
+            def __new__(cls):
+                return utils
+
+        hook = FenceCheckHook(policy)
+        _state.update(
+            nv=nv, utils=utils, fence=hook,
+            saved_module={k: getattr(nv, k) for k in ("CudaUtils", "CudaLauncher", "PyCUtensorMap")},
+            saved_drivers=[(d, d.utils, d.launcher_cls) for d in _existing_drivers(nv)],
+        )
+        CudaLauncher.stock_launcher_cls = nv.CudaLauncher
+        nv.CudaUtils = UtilsFactory
+        nv.CudaLauncher = CudaLauncher
+        if nv.PyCUtensorMap is None:
+            from launcher.tensormap import TensorMap
+
+            nv.PyCUtensorMap = TensorMap
+        for d, _, _ in _state["saved_drivers"]:
+            d.utils = utils
+            d.launcher_cls = CudaLauncher
+        _add_load_hook(knobs, hook)
+        log.debug("launcher installed (fence check: %s)", policy)
+
+
+def uninstall() -> None:
+    """Restore Triton's stock launcher and utilities."""
+    with _lock:
+        if not _state:
+            return
+        nv = _state["nv"]
+        from triton import knobs
+
+        for k, v in _state["saved_module"].items():
+            setattr(nv, k, v)
+        stock_utils = _StockUtilsAfterUninstall(_state["saved_module"]["CudaUtils"], module_cache())
+        saved = {id(d): (u, lc) for d, u, lc in _state["saved_drivers"]}
+        for d in _existing_drivers(nv):
+            if id(d) in saved:  # made before install(): back to what it had
+                d.utils, d.launcher_cls = saved[id(d)]
+            elif d.utils is _state["utils"]:  # made while installed
+                d.utils = stock_utils
+                d.launcher_cls = _state["saved_module"]["CudaLauncher"]
+        _remove_load_hook(knobs, _state["fence"])
+        CudaLauncher.stock_launcher_cls = None
+        _state.clear()
+
+
+@contextlib.contextmanager
+def installed(*, fence_check: str | None = None):
+    """`with launcher.installed(): ...` — install for the block, then restore what was there."""
+    was = is_installed()
+    install(fence_check=fence_check)
+    try:
+        yield
+    finally:
+        if not was:
+            uninstall()
+
+
+def _add_load_hook(knobs, hook) -> None:
+    current = knobs.runtime.kernel_load_start_hook
+    if hasattr(current, "add"):
+        current.add(hook)
+    elif current is None:
+        knobs.runtime.kernel_load_start_hook = hook
+    else:  # a plain callable set by the user: run ours first, then theirs
+        hook.chained = current
+        knobs.runtime.kernel_load_start_hook = hook
+
+
+def _remove_load_hook(knobs, hook) -> None:
+    current = knobs.runtime.kernel_load_start_hook
+    if hasattr(current, "remove"):
+        current.remove(hook)
+    elif current is hook:
+        knobs.runtime.kernel_load_start_hook = hook.chained
