@@ -1,0 +1,94 @@
+"""Findings and reports of the fence checker."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from .dataflow import Hazard, Instruction, Scope
+
+ERROR = "error"  # a hazard in the final PTX
+INFO = "info"  # a TTGIR hazard that the installed Triton fixes later
+UNKNOWN = "unknown"  # the analysis cannot decide; the message says why
+SEVERITIES = (ERROR, UNKNOWN, INFO)
+
+
+@dataclass(frozen=True)
+class Location:
+    """An instruction (PTX) or operation (TTGIR) and its 1-based line in the analysed file."""
+    text: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.text}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    kernel: str
+    severity: str
+    kind: str  # RAW, WAR or WAW
+    writer: Location  # the generic-proxy access
+    reader: Location  # the async-proxy access
+    source_line: str | None  # Python file:line of the async access (or of the writer), when known
+    buffer: str
+    scope: str  # fence scope needed: "cta" or "cluster"
+    hint: str
+    message: str
+    ir: str = "ptx"  # which IR the instruction lines refer to: "ptx" or "ttgir"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def format_text(self) -> str:
+        where = f" ({self.source_line})" if self.source_line else ""
+        return (f"{self.kernel}: {self.severity}: {self.kind} {self.message}{where}\n"
+                f"    generic: {self.ir} {self.writer}\n"
+                f"    async:   {self.ir} {self.reader}\n"
+                f"    buffer:  {self.buffer}; fence scope: {self.scope}\n"
+                f"    fix:     {self.hint}")
+
+
+@dataclass
+class Report:
+    kernel: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    def to_json(self) -> str:
+        return json.dumps([f.to_dict() for f in self.findings], indent=2)
+
+    def format_text(self) -> str:
+        if not self.findings:
+            return f"{self.kernel}: no proxy-fence hazards"
+        return "\n".join(f.format_text() for f in self.findings)
+
+
+_KIND_WORDS = {"RAW": ("generic write", "async-proxy read"), "WAR": ("generic read", "async-proxy write"),
+               "WAW": ("generic write", "async-proxy write")}
+
+
+def finding_from_hazard(kernel: str, hazard: Hazard, severity: str, buffer: str, *, ir: str,
+                        reason: str | None = None) -> Finding:
+    generic, async_access = hazard.generic.instruction, hazard.async_access.instruction
+    first, second = _KIND_WORDS[hazard.kind]
+    scope = hazard.async_access.scope
+    message = f"{first} reaches {second} without fence.proxy.async"
+    if hazard.cta_fence_seen:
+        message = f"{first} is ordered only by a CTA-scope fence; the {second} needs a cluster-scope fence"
+    if reason:
+        message += f" (possible overlap: {reason})"
+    fence_call = "fence_async_shared(cluster=True)" if scope is Scope.CLUSTER else "fence_async_shared()"
+    after = generic.source or f"{ir} line {generic.line}"
+    before = async_access.source or f"{ir} line {async_access.line}"
+    hint = f"call {fence_call} after the {first} ({after}) and before the {second} ({before})"
+    return Finding(kernel=kernel, severity=severity, kind=hazard.kind,
+                   writer=_location(generic), reader=_location(async_access),
+                   source_line=async_access.source or generic.source, buffer=buffer, scope=scope.value,
+                   hint=hint, message=message, ir=ir)
+
+
+def _location(instruction: Instruction) -> Location:
+    return Location(instruction.text, instruction.line)

@@ -1,0 +1,186 @@
+"""Gluon and Triton kernels compiled on the CPU for the fence-checker tests.
+
+Each Gluon kernel takes a ``FENCE`` constexpr: ``True`` puts ``fence_async_shared()`` where the
+program needs it, ``False`` leaves it out. Triton 3.6.0 compiles the unfenced form into PTX without
+a fence; Triton 3.9.0 inserts one (PR #9610). The tests compare the checker with the PTX.
+
+The Gluon API was renamed between 3.6 and 3.9 (``async_copy_shared_to_global`` -> ``async_store``,
+``async_copy_global_to_shared`` -> ``async_load``...); the aliases below pick what the installed
+version has.
+"""
+import functools
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia import blackwell
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_init, warpgroup_mma_wait)
+
+try:
+    from triton.experimental.gluon._runtime import GluonASTSource
+except ImportError:  # pragma: no cover - both supported versions have it
+    GluonASTSource = None
+
+TRITON_VERSION = tuple(int(p) for p in triton.__version__.split(".")[:2])
+# Triton >= 3.7.1 fences generic writes before async-proxy reads in its late pass (PR #9610).
+COMPILER_FENCES_ASYNC_READS = TRITON_VERSION >= (3, 8)
+
+tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+cp_async_load = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+
+SMEM_LAYOUT = "NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)"
+DESC_64x64 = f"tensordesc<fp16[64, 64],{SMEM_LAYOUT}>"
+
+
+def compile_kernel(fn, signature, constexprs=None, *, arch=90, num_warps=4):
+    """Compile ``fn`` for ``sm_<arch>`` without a GPU; returns the CompiledKernel."""
+    is_gluon = type(fn).__name__ == "GluonJITFunction"
+    source_cls = GluonASTSource if is_gluon else triton.compiler.ASTSource
+    constexprs = dict(constexprs or {})
+    for name, value in constexprs.items():
+        signature.setdefault(name, "constexpr")
+    src = source_cls(fn=fn, signature=signature, constexprs=constexprs)
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
+
+
+@gluon.jit
+def _ones_tile(BLOCK: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    return gl.full([BLOCK, BLOCK], 1.0, gl.float16, layout)
+
+
+@gluon.jit
+def straight_tma_store(desc, FENCE: gl.constexpr):
+    smem = gl.allocate_shared_memory(gl.float16, [64, 64], desc.layout)
+    smem.store(_ones_tile(64))
+    if FENCE:
+        fence_async_shared()
+    tma_store(desc, [0, 0], smem)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def loop_tma_store(desc, n, FENCE: gl.constexpr):
+    # The store at the end of iteration i is read by the TMA store of iteration i + 1.
+    smem = gl.allocate_shared_memory(gl.float16, [64, 64], desc.layout)
+    x = _ones_tile(64)
+    smem.store(x)
+    fence_async_shared()
+    for i in range(n):
+        tma_store(desc, [i * 64, 0], smem)
+        tma.store_wait(0)
+        smem.store(x + i.to(gl.float16))
+        if FENCE:
+            fence_async_shared()
+
+
+@gluon.jit
+def branch_tma_store(desc, flag, FENCE: gl.constexpr):
+    # Unfenced form: a fence on the taken path only; fenced form: a fence on both paths.
+    smem = gl.allocate_shared_memory(gl.float16, [64, 64], desc.layout)
+    smem.store(_ones_tile(64))
+    if flag > 0:
+        fence_async_shared()
+    else:
+        if FENCE:
+            fence_async_shared()
+    tma_store(desc, [0, 0], smem)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def wgmma_operands(out_ptr, FENCE: gl.constexpr):
+    shared: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, 64, 16])
+    a = gl.allocate_shared_memory(gl.float16, [64, 64], shared)
+    b = gl.allocate_shared_memory(gl.float16, [64, 64], shared)
+    a.store(_ones_tile(64))
+    b.store(_ones_tile(64))
+    if FENCE:
+        fence_async_shared()
+    acc = gl.zeros([64, 64], gl.float32, acc_layout)
+    acc = warpgroup_mma(a, b, acc)
+    rows = gl.arange(0, 64, gl.SliceLayout(1, acc_layout))
+    cols = gl.arange(0, 64, gl.SliceLayout(0, acc_layout))
+    gl.store(out_ptr + rows[:, None] * 64 + cols[None, :], acc)
+
+
+@gluon.jit
+def load_then_tma_load(desc, out_ptr, FENCE: gl.constexpr):
+    # Generic read of a buffer, then a TMA load overwrites it (WAR). Triton's late pass fences this
+    # in both versions, so the PTX is fenced either way; only the TTGIR shows the hazard.
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    smem = gl.allocate_shared_memory(gl.float16, [64, 64], desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    smem.store(_ones_tile(64))
+    fence_async_shared()
+    x = smem.load(layout)
+    if FENCE:
+        fence_async_shared()
+    mbarrier.expect(bar, 64 * 64 * 2)
+    tma_load(desc, [0, 0], bar, smem)
+    mbarrier.wait(bar, 0)
+    y = smem.load(layout)
+    rows = gl.arange(0, 64, gl.SliceLayout(1, layout))
+    cols = gl.arange(0, 64, gl.SliceLayout(0, layout))
+    gl.store(out_ptr + rows[:, None] * 64 + cols[None, :], x + y)
+    mbarrier.invalidate(bar)
+
+
+@gluon.jit
+def disjoint_buffers_tma_store(desc, FENCE: gl.constexpr):
+    # `scratch` is written after the fence but never read by the async proxy: no hazard.
+    smem = gl.allocate_shared_memory(gl.float16, [64, 64], desc.layout)
+    scratch = gl.allocate_shared_memory(gl.float16, [64, 64], desc.layout)
+    smem.store(_ones_tile(64))
+    if FENCE:
+        fence_async_shared()
+    scratch.store(_ones_tile(64))
+    tma_store(desc, [0, 0], smem)
+    tma.store_wait(0)
+    tma_store(desc, [64, 0], smem)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def tcgen05_operands(out_ptr, FENCE: gl.constexpr):
+    shared: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    tmem_layout: gl.constexpr = blackwell.TensorMemoryLayout(block=(128, 64), col_stride=1)
+    a = gl.allocate_shared_memory(gl.float16, [128, 64], shared)
+    b = gl.allocate_shared_memory(gl.float16, [64, 64], shared)
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    a.store(gl.full([128, 64], 1.0, gl.float16, layout))
+    b.store(gl.full([64, 64], 1.0, gl.float16, layout))
+    if FENCE:
+        fence_async_shared()
+    acc = blackwell.allocate_tensor_memory(gl.float32, [128, 64], tmem_layout)
+    blackwell.tcgen05_mma(a, b, acc, use_acc=False)
+    reg_layout: gl.constexpr = gl.BlockedLayout([1, 64], [32, 1], [4, 1], [0, 1])
+    out = acc.load(reg_layout)
+    rows = gl.arange(0, 128, gl.SliceLayout(1, reg_layout))
+    cols = gl.arange(0, 64, gl.SliceLayout(0, reg_layout))
+    gl.store(out_ptr + rows[:, None] * 64 + cols[None, :], out)
+
+
+# name -> (kernel, signature, constexprs apart from FENCE, arch, Gluon hazard kind when unfenced)
+GLUON_CASES = {
+    "straight_tma_store": (straight_tma_store, {"desc": DESC_64x64}, 90, "RAW"),
+    "loop_tma_store": (loop_tma_store, {"desc": DESC_64x64, "n": "i32"}, 90, "RAW"),
+    "branch_tma_store": (branch_tma_store, {"desc": DESC_64x64, "flag": "i32"}, 90, "RAW"),
+    "wgmma_operands": (wgmma_operands, {"out_ptr": "*fp32"}, 90, "RAW"),
+    "tcgen05_operands": (tcgen05_operands, {"out_ptr": "*fp32"}, 100, "RAW"),
+    "load_then_tma_load": (load_then_tma_load, {"desc": DESC_64x64, "out_ptr": "*fp16"}, 90, "WAR"),
+    "disjoint_buffers_tma_store": (disjoint_buffers_tma_store, {"desc": DESC_64x64}, 90, "RAW"),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_gluon(name, fence):
+    fn, signature, arch, _ = GLUON_CASES[name]
+    return compile_kernel(fn, dict(signature), {"FENCE": fence}, arch=arch)

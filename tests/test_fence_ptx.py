@@ -1,0 +1,235 @@
+"""Unit tests of the PTX parser, CFG and classifier on snippets shaped like Triton's output."""
+import pytest
+
+from launcher.fence import ParseError, check_ptx
+from launcher.fence.dataflow import AccessKind, Fence, Scope
+from launcher.fence.ptx import build_cfg, function_blocks, parse_ptx
+
+HEADER = """
+.version 8.7
+.target sm_90a
+.address_size 64
+.extern .shared .align 16 .b8 global_smem[];
+"""
+
+
+def kernel(body: str, name: str = "k") -> str:
+    return HEADER + f".visible .entry {name}(\n\t.param .u32 {name}_param_0\n)\n.reqntid 128\n{{\n{body}\n}}\n" + \
+        '\t.file\t1 "/src/kern.py"\n'
+
+
+STORE_THEN_TMA = """
+	mov.u32 	%r3, %tid.x;
+	shl.b32 	%r5, %r3, 4;
+	and.b32 	%r6, %r5, 2032;
+	mov.b32 	%r2, global_smem;
+	add.s32 	%r10, %r2, %r6;
+	.loc	1 14 15                         // kern.py:14:15
+	st.shared.v4.b32 	[%r10], {1006648320, 1006648320, 1006648320, 1006648320};
+	st.shared.v4.b32 	[%r10+2048], {1006648320, 1006648320, 1006648320, 1006648320};
+	.loc	1 17 28
+	bar.sync 	0;
+	elect.sync 	%r11|%p2, -1;
+	// begin inline asm
+	@%p2 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r1, %r1}], [%r2];
+	// end inline asm
+	cp.async.bulk.commit_group;
+	ret;
+"""
+
+
+def test_predicates_operands_and_source_lines():
+    text = kernel(STORE_THEN_TMA)
+    module = parse_ptx(text)
+    (function,) = module.functions
+    assert function.name == "k" and module.shared_symbols == {"global_smem"}
+    tma = next(i for i in function.instructions if i.opcode.startswith("cp.async.bulk.tensor"))
+    assert tma.predicate == "%p2"
+    assert tma.operands == ["[%rd1, {%r1, %r1}]", "[%r2]"]
+    assert tma.source == "/src/kern.py:17"
+    store = next(i for i in function.instructions if i.opcode.startswith("st.shared"))
+    assert store.source == "/src/kern.py:14"
+    assert text.splitlines()[store.line - 1].strip().startswith("st.shared.v4.b32")
+
+
+def test_store_then_tma_store_without_fence_is_an_error_with_addresses():
+    (finding,) = check_ptx(kernel(STORE_THEN_TMA))
+    assert (finding.severity, finding.kind, finding.scope) == ("error", "RAW", "cta")
+    assert finding.writer.text.startswith("st.shared.v4.b32")
+    assert finding.reader.text.startswith("@%p2 cp.async.bulk.tensor")
+    assert finding.source_line == "/src/kern.py:17"
+    assert finding.buffer == "global_smem[0, ?)"
+    assert "fence_async_shared()" in finding.hint
+
+
+@pytest.mark.parametrize("fence,expected", [
+    ("fence.proxy.async.shared::cta;", 0),
+    ("fence.proxy.async;", 0),
+    ("fence.proxy.async.shared::cluster;", 0),
+    ("membar.proxy.async;", 0),
+    ("fence.proxy.async.global;", 1),  # orders global memory only
+    ("@%p2 fence.proxy.async.shared::cta;", 1),  # may not run in the writing threads
+    ("wgmma.fence.sync.aligned;", 1),
+    ("fence.acq_rel.cta;", 1),
+    ("mbarrier.arrive.shared::cta.b64 %rd3, [%r2+8192];", 1),
+])
+def test_only_unpredicated_proxy_async_fences_clear(fence, expected):
+    body = STORE_THEN_TMA.replace("\tbar.sync \t0;", f"\t{fence}\n\tbar.sync \t0;")
+    assert len([f for f in check_ptx(kernel(body)) if f.severity == "error"]) == expected
+
+
+def test_disjoint_constant_addresses_do_not_conflict():
+    body = """
+	mov.b32 	%r2, global_smem;
+	st.shared.v4.b32 	[%r2+16384], {%r1, %r1, %r1, %r1};
+	add.s32 	%r4, %r2, 8192;
+	cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r4], 4096;
+	ret;
+"""
+    assert check_ptx(kernel(body)) == []
+    overlapping = body.replace("16384", "8200")
+    assert [f.severity for f in check_ptx(kernel(overlapping))] == ["error"]
+
+
+def test_unresolved_address_is_unknown_with_reason():
+    body = """
+	ld.param.b32 	%r7, [k_param_0];
+	st.shared.b32 	[%r7], %r1;
+	mov.b32 	%r2, global_smem;
+	cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r2], 4096;
+	ret;
+"""
+    (finding,) = check_ptx(kernel(body))
+    assert finding.severity == "unknown"
+    assert "not derived from a shared-memory symbol" in finding.message
+
+
+INLINE_ASM_WAIT_LOOP = """
+	mov.b32 	%r2, global_smem;
+	st.shared.b32 	[%r2], %r1;
+	// begin inline asm
+	{
+	.reg .pred complete;
+	waitLoop:
+	mbarrier.try_wait.parity.shared::cta.b64 complete, [%r2+8192], %r5;
+	@!complete bra.uni waitLoop;
+	}
+	// end inline asm
+	// begin inline asm
+	{
+	.reg .pred complete;
+	waitLoop:
+	mbarrier.try_wait.parity.shared::cta.b64 complete, [%r2+8192], %r5;
+	@!complete bra.uni waitLoop;
+	}
+	// end inline asm
+	cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r2], [%rd1, {%r1, %r1}], [%r2+8192];
+	ret;
+"""
+
+
+def test_inline_asm_braces_scope_their_labels():
+    function = parse_ptx(kernel(INLINE_ASM_WAIT_LOOP)).functions[0]
+    blocks, successors = build_cfg(function)
+    waits = [i for i, instr in enumerate(function.instructions) if instr.opcode.startswith("mbarrier.try_wait")]
+    block_of = {index: n for n, members in enumerate(blocks) for index in members}
+    first, second = (block_of[w] for w in waits)
+    assert first in successors[first] and second in successors[second]  # each loop branches to its own label
+    assert second not in successors[first] or first + 1 == second
+    # the generic write is a WAW hazard for the TMA load; mbarrier ops are not data accesses
+    (finding,) = check_ptx(kernel(INLINE_ASM_WAIT_LOOP))
+    assert (finding.kind, finding.severity) == ("WAW", "error")
+
+
+LOOP = """
+	mov.b32 	%r2, global_smem;
+	mov.b32 	%r14, 0;
+$L__BB0_2:
+	@%p9 bra 	$L__BB0_4;
+	cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd2, {%r14, %r14}], [%r2];
+	cp.async.bulk.wait_group.read 	0;
+	bar.sync 	0;
+$L__BB0_4:
+	st.shared.v4.b32 	[%r2], {%r13, %r13, %r13, %r13};
+	FENCE
+	add.s32 	%r14, %r14, 64;
+	setp.ne.b32 	%p5, %r4, %r14;
+	@%p5 bra 	$L__BB0_2;
+	ret;
+"""
+
+
+def test_loop_back_edge_carries_the_write_to_the_next_iteration():
+    function = parse_ptx(kernel(LOOP.replace("FENCE", ""))).functions[0]
+    blocks, successors = build_cfg(function)
+    assert len(blocks) == 5
+    assert successors[3] == [1, 4]  # back edge and exit
+    assert successors[1] == [2, 3]  # predicated branch: taken and fall-through
+    (finding,) = check_ptx(kernel(LOOP.replace("FENCE", "")))
+    assert finding.kind == "RAW" and finding.writer.line > finding.reader.line
+    assert check_ptx(kernel(LOOP.replace("FENCE", "fence.proxy.async.shared::cta;"))) == []
+
+
+def test_wgmma_descriptors_resolve_to_their_buffers():
+    body = """
+	mov.b32 	%r39, global_smem;
+	st.shared.v4.b32 	[%r39+16384], {%r1, %r1, %r1, %r1};
+	bfe.u32 	%r41, %r39, 4, 14;
+	cvt.u64.u32 	%rd42, %r41;
+	add.s32 	%r42, %r39, 8192;
+	bfe.u32 	%r43, %r42, 4, 14;
+	cvt.u64.u32 	%rd43, %r43;
+	or.b64 	%rd1, %rd42, 4611686293305294848;
+	or.b64 	%rd2, %rd43, 4611686293305294848;
+	wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%f1,%f2}, %rd1, %rd2, 0, 1, 1, 0, 1;
+	ret;
+"""
+    function = parse_ptx(kernel(body)).functions[0]
+    (block,) = function_blocks(function, {"global_smem"})
+    reads = [e for e in block.events if not isinstance(e, Fence) and e.kind is AccessKind.ASYNC_READ]
+    assert [(r.region.lo, r.region.hi) for r in reads] == [(0, None), (8192, None)]
+    # the store at 16384 may lie in either operand (extent unknown): unknown, not error
+    assert [f.severity for f in check_ptx(kernel(body))] == ["unknown"]
+    assert [f.severity for f in check_ptx(kernel(body.replace("16384", "8192")))] == ["error"]
+
+
+def test_multicast_tma_load_needs_a_cluster_fence():
+    body = """
+	mov.b32 	%r2, global_smem;
+	ld.shared.b32 	%r9, [%r2];
+	fence.proxy.async.shared::cta;
+	cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%r2], [%rd1, {%r1, %r1}], [%r3], %rs1;
+	ret;
+"""
+    (finding,) = check_ptx(kernel(body))
+    assert (finding.kind, finding.scope) == ("WAR", "cluster")
+    assert "cluster=True" in finding.hint
+    fixed = body.replace("fence.proxy.async.shared::cta", "fence.proxy.async.shared::cluster")
+    assert check_ptx(kernel(fixed)) == []
+
+
+def test_cp_async_and_stmatrix_are_generic_writes():
+    function = parse_ptx(kernel("""
+	mov.b32 	%r2, global_smem;
+	cp.async.cg.shared.global [%r2], [%rd4], 16;
+	stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r2+64], {%r1, %r1, %r1, %r1};
+	ret;
+""")).functions[0]
+    (block,) = function_blocks(function, {"global_smem"})
+    assert [e.kind for e in block.events] == [AccessKind.GENERIC_WRITE, AccessKind.GENERIC_WRITE]
+    assert all(e.scope is Scope.CTA for e in block.events)
+
+
+def test_declarations_and_debug_sections_are_skipped():
+    text = ".extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);\n" + kernel("\tret;") + \
+        "\t.section\t.debug_abbrev\n\t{\n.b8 1\n\t}\n"
+    module = parse_ptx(text)
+    assert [f.name for f in module.functions] == ["k"]
+
+
+def test_parse_error_names_file_and_line():
+    with pytest.raises(ParseError) as info:
+        check_ptx(kernel("\tmov.b32 %r1, 0\n\tret;"), filename="bad.ptx")
+    assert info.value.filename == "bad.ptx" and info.value.line > 0
+    with pytest.raises(ParseError):
+        check_ptx(HEADER + ".visible .entry k()\n{\n\tret;\n")
