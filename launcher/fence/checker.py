@@ -1,9 +1,17 @@
 """Entry points: check PTX, TTGIR, or both for one kernel."""
 from __future__ import annotations
 
+import logging
+import os
+from dataclasses import replace
+
 from .dataflow import Hazard, find_hazards
 from .ptx import function_blocks, parse_ptx
-from .report import ERROR, UNKNOWN, Finding, finding_from_hazard
+from .report import ERROR, INFO, UNKNOWN, Finding, Report, finding_from_hazard
+from .ttgir import entry_functions, parse_ttgir
+from .ttgir import function_blocks as ttgir_function_blocks
+
+log = logging.getLogger("launcher.fence")
 
 
 def representative_hazards(hazards: list[Hazard]) -> list[Hazard]:
@@ -21,7 +29,10 @@ def representative_hazards(hazards: list[Hazard]) -> list[Hazard]:
 
 def check_ptx(text: str, *, name: str | None = None, filename: str = "<ptx>") -> list[Finding]:
     """Hazards in final PTX: ``error`` where the overlap is certain, ``unknown`` where it is only possible."""
-    module = parse_ptx(text, filename)
+    return _check_ptx_module(parse_ptx(text, filename), name)
+
+
+def _check_ptx_module(module, name: str | None) -> list[Finding]:
     findings = []
     for function in module.functions:
         kernel = name or function.name
@@ -35,3 +46,71 @@ def check_ptx(text: str, *, name: str | None = None, filename: str = "<ptx>") ->
             buffer = str(hazard.async_access.region)
             findings.append(finding_from_hazard(kernel, hazard, severity, buffer, ir="ptx", reason=reason))
     return findings
+
+
+def check_ttgir(text: str, *, name: str | None = None, filename: str = "<ttgir>") -> list[Finding]:
+    """Hazards in TTGIR: ``info`` where the buffers are the same, ``unknown`` where they may be.
+
+    TTGIR is not what runs (Triton's late fence pass and LLVM come after it), so a TTGIR hazard is
+    never an ``error`` by itself; ``check_kernel`` relates it to the PTX.
+    """
+    module = parse_ttgir(text, filename)
+    findings = []
+    for function in entry_functions(module):
+        kernel = name or function.name
+        for hazard in representative_hazards(find_hazards(ttgir_function_blocks(module, function))):
+            severity = INFO if hazard.certain else UNKNOWN
+            reason = None if hazard.certain else "the descriptors may refer to the same buffer"
+            findings.append(finding_from_hazard(kernel, hazard, severity, str(hazard.async_access.region),
+                                                ir="ttgir", reason=reason))
+    return findings
+
+
+def check_kernel(*, ptx: str | None = None, ttgir: str | None = None, name: str | None = None,
+                 ptx_filename: str = "<ptx>", ttgir_filename: str = "<ttgir>") -> Report:
+    """Check one kernel. PTX hazards are the findings (``error``/``unknown``); TTGIR hazards that the
+    PTX does not show (Triton's late pass or LLVM put the fence in) become ``info``; TTGIR findings
+    lend their Python source line to PTX findings on the same async operation when the PTX has none."""
+    ttgir_findings = check_ttgir(ttgir, name=name, filename=ttgir_filename) if ttgir is not None else []
+    if ptx is None:
+        return Report(name or (ttgir_findings[0].kernel if ttgir_findings else "<kernel>"), ttgir_findings)
+    module = parse_ptx(ptx, ptx_filename)
+    ptx_findings = _check_ptx_module(module, name)
+    findings = [_attach_source(f, ttgir_findings) for f in ptx_findings]
+    shown = {(f.kind, f.source_line) for f in findings if f.source_line}
+    for finding in ttgir_findings:
+        if (finding.kind, finding.source_line) in shown:
+            continue
+        findings.append(replace(finding, severity=INFO,
+                                message=finding.message + "; the final PTX orders it (the compiler added the fence)"))
+    kernel = name or (module.functions[0].name if module.functions else "<kernel>")
+    return Report(kernel, findings)
+
+
+def _attach_source(finding: Finding, ttgir_findings: list[Finding]) -> Finding:
+    if finding.source_line:
+        return finding
+    candidates = {f.source_line for f in ttgir_findings if f.kind == finding.kind and f.source_line}
+    if len(candidates) == 1:
+        return replace(finding, source_line=candidates.pop())
+    return finding
+
+
+def check_metadata_group(metadata_group: dict[str, str], name: str) -> Report | None:
+    """Check the kernel whose files Triton's ``metadata_group`` names (file name -> absolute path).
+
+    Returns None when there is no PTX to check (``TRITON_STORE_BINARY_ONLY=1``); the reason is logged.
+    """
+    paths = {os.path.splitext(filename)[1]: path for filename, path in metadata_group.items()}
+    ptx_path, ttgir_path = paths.get(".ptx"), paths.get(".ttgir")
+    if ptx_path is None:
+        log.info("fence check skipped for %s: no PTX in the cache (TRITON_STORE_BINARY_ONLY?)", name)
+        return None
+    ptx = _read(ptx_path)
+    ttgir = _read(ttgir_path) if ttgir_path else None
+    return check_kernel(ptx=ptx, ttgir=ttgir, name=name, ptx_filename=ptx_path, ttgir_filename=ttgir_path or "")
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()

@@ -162,6 +162,8 @@ def parse_ptx(text: str, filename: str = "<ptx>") -> PtxModule:
             current.instructions.append(_parse_statement(statement, number, source, scopes[-1]))
     if current is not None or pending_header is not None:
         raise ParseError(filename, len(lines), "unterminated function body")
+    if not functions and not any(line.lstrip().startswith(".version") for line in lines):
+        raise ParseError(filename, 1, "not PTX: no .version directive and no function")
     return PtxModule(functions, shared_symbols)
 
 

@@ -1,0 +1,664 @@
+"""TTGIR front end: parse Triton's MLIR text, trace shared-memory descriptors to their allocations, and
+lower each kernel to a control-flow graph of proxy events for ``dataflow.find_hazards``.
+
+``CompiledKernel.asm["ttgir"]`` is captured before Triton allocates shared memory and before its late
+``ProxyFenceInsertion`` pass, so buffers are told apart by allocation (SSA root), not by byte offsets;
+when ops carry ``allocation.offset`` (lit-test inputs) the byte intervals are used as well.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .dataflow import Access, AccessKind, Block, Fence, Instruction, Overlap, Scope
+from .errors import ParseError
+
+# ----------------------------------------------------------------------------------------------
+# Parsing into an op tree
+
+_VALUE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
+_LOC_FILE = re.compile(r'^loc\("([^"]+)":(\d+):\d+\)$')
+_LOC_REF = re.compile(r"#loc\d*")
+
+
+@dataclass
+class Op:
+    name: str
+    results: list[str]
+    operands: list[str]  # SSA operands in order, index lists ([...]) left out
+    attributes: str  # the text of the operand part, for attribute lookups
+    types: str  # the text after the top-level ':'
+    line: int
+    text: str
+    loc: str | None
+    regions: list["Region"] = field(default_factory=list)
+    region_headers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IrBlock:
+    label: str | None
+    arguments: list[str]
+    ops: list[Op] = field(default_factory=list)
+
+
+@dataclass
+class Region:
+    blocks: list[IrBlock]
+
+
+@dataclass
+class Function:
+    name: str
+    public: bool
+    arguments: list[tuple[str, str]]  # (name, type)
+    body: Region
+    line: int
+
+
+@dataclass
+class TtgirModule:
+    functions: dict[str, Function]
+    locations: dict[str, str]  # "#locN" -> "file:line"
+    tensor_memory_aliases: set[str]
+    attributes: str
+
+
+def _depth_change(text: str) -> int:
+    depth = 0
+    in_string = False
+    previous = ""
+    for ch in text:
+        if ch == '"' and previous != "\\":
+            in_string = not in_string
+        elif not in_string:
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+            elif ch == "<":
+                depth += 1
+            elif ch == ">" and previous != "-":
+                depth -= 1
+        previous = ch
+    return depth
+
+
+def _statements(text: str):
+    """Yield (first line number, statement text) with continuation lines joined."""
+    pending, start, depth = "", 0, 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("//"):
+            continue
+        if pending and (depth > 0 or pending.endswith(",") or line.startswith((":", "->", "!", ")", "attributes"))):
+            pending += " " + line
+            depth += _depth_change(line)
+            continue
+        if pending:
+            yield start, pending
+        pending, start, depth = line, number, _depth_change(line)
+    if pending:
+        yield start, pending
+
+
+def _split_top(text: str, sep: str) -> tuple[str, str | None]:
+    """Split at the first top-level ``sep`` (outside (), [], {}, <> and strings)."""
+    depth, in_string, previous = 0, False, ""
+    for i, ch in enumerate(text):
+        if ch == '"' and previous != "\\":
+            in_string = not in_string
+        elif not in_string:
+            if ch in "([{<":
+                depth += 1
+            elif ch in ")]}" or (ch == ">" and previous != "-"):
+                depth -= 1
+            elif depth == 0 and text.startswith(sep, i):
+                return text[:i], text[i + len(sep):]
+        previous = ch
+    return text, None
+
+
+def _strip_loc(text: str) -> tuple[str, str | None]:
+    index = text.rfind(" loc(")
+    if index < 0 or not text.endswith(")"):
+        return text, None
+    return text[:index].rstrip(), text[index + 1:]
+
+
+class _Parser:
+    def __init__(self, text: str, filename: str):
+        self.filename = filename
+        self.statements = list(_statements(text))
+        self.position = 0
+        self.functions: dict[str, Function] = {}
+        self.raw_locations: dict[str, str] = {}
+        self.tensor_memory_aliases: set[str] = set()
+        self.module_attributes = ""
+
+    def error(self, line: int, reason: str) -> ParseError:
+        return ParseError(self.filename, line, reason)
+
+    def parse(self) -> TtgirModule:
+        while self.position < len(self.statements):
+            line, text = self.statements[self.position]
+            self.position += 1
+            if text.startswith("#"):
+                name, _, value = text.partition("=")
+                name, value = name.strip(), value.strip()
+                if name.startswith("#loc"):
+                    self.raw_locations[name] = value
+                elif "tensor_memory" in value:
+                    self.tensor_memory_aliases.add(name)
+            elif text.startswith("module"):
+                self.module_attributes += text
+            elif text.startswith("}"):
+                continue
+            elif text.startswith("tt.func"):
+                self._function(line, text)
+            else:
+                raise self.error(line, f"unexpected top-level text: {text[:80]!r}")
+        locations = {name: self._resolve_location(name, 0) for name in self.raw_locations}
+        return TtgirModule(self.functions, {k: v for k, v in locations.items() if v},
+                           self.tensor_memory_aliases, self.module_attributes)
+
+    def _resolve_location(self, reference: str, depth: int) -> str | None:
+        value = self.raw_locations.get(reference, reference)
+        direct = _LOC_FILE.match(value)
+        if direct:
+            return f"{direct.group(1)}:{direct.group(2)}"
+        if depth > 20:
+            return None
+        inline = re.search(r'"([^"]+)":(\d+):\d+', value)
+        if inline:
+            return f"{inline.group(1)}:{inline.group(2)}"
+        for ref in _LOC_REF.findall(value):
+            if ref != reference:
+                resolved = self._resolve_location(ref, depth + 1)
+                if resolved:
+                    return resolved
+        return None
+
+    def _function(self, line: int, text: str) -> None:
+        match = re.match(r"tt\.func\s+(?:(public|private|nested)\s+)?@([\w$.\-]+)\s*\(", text)
+        if not match:
+            raise self.error(line, f"cannot read function header: {text[:80]!r}")
+        arguments_text = text[match.end():]
+        depth, end = 1, 0
+        for end, ch in enumerate(arguments_text):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0:
+                break
+        arguments = []
+        for argument in _split_commas(arguments_text[:end]):
+            name, _, type_text = argument.partition(":")
+            arguments.append((name.strip(), _strip_loc(type_text.strip())[0]))
+        if not text.rstrip().endswith("{"):
+            return  # a declaration
+        body = self._region(line)
+        self.functions[match.group(2)] = Function(match.group(2), match.group(1) != "private", arguments, body, line)
+
+    def _region(self, open_line: int) -> Region:
+        """Parse statements up to the closing '}' (left for the caller to read)."""
+        blocks = [IrBlock(None, [])]
+        while True:
+            if self.position >= len(self.statements):
+                raise self.error(open_line, "region is not closed")
+            line, text = self.statements[self.position]
+            if text.startswith("}"):
+                return Region(blocks)
+            self.position += 1
+            label = re.match(r"\^([\w$.\-]+)\s*(\((.*)\))?\s*:$", text)
+            if label:
+                arguments = [a.split(":")[0].strip() for a in _split_commas(label.group(3) or "")]
+                blocks.append(IrBlock(label.group(1), arguments))
+                continue
+            blocks[-1].ops.append(self._op(line, text))
+
+    def _op(self, line: int, text: str) -> Op:
+        body, loc = _strip_loc(text)
+        opens_region = body.endswith("{") and not body.endswith("{}")
+        if opens_region:
+            body = body[:-1].rstrip()
+        results: list[str] = []
+        if body.startswith("%"):
+            lhs, _, body = body.partition(" = ")
+            for result in lhs.split(","):
+                name, _, count = result.strip().partition(":")
+                results.extend([f"{name}#{i}" for i in range(int(count))] if count else [name])
+        body = body.strip()
+        if body.startswith('"'):
+            name = body[1:body.index('"', 1)]
+            rest = body[body.index('"', 1) + 1:]
+        else:
+            name, _, rest = body.partition(" ")
+            if "(" in name and not name.startswith("("):  # ttg.warp_specialize(%a, %b)
+                name, paren, tail = name.partition("(")
+                rest = paren + tail + " " + rest
+        operand_text, types = _split_top(" " + rest, " : ")
+        operands = _VALUE.findall(re.sub(r"\[[^\]]*\]", "", operand_text))
+        op = Op(name, results, operands, operand_text, types or "", line, " ".join(text.split()), loc)
+        # regions: `op ... {`, then `} else {`, `} do {`, or a separate `default {` / `partitionN(...) {`
+        if opens_region:
+            op.region_headers.append("")
+            op.regions.append(self._region(line))
+            self._close_regions(op)
+        elif self.position < len(self.statements) and self.statements[self.position][1] == "default {":
+            self._close_regions(op, already_open=False)
+        return op
+
+    def _close_regions(self, op: Op, already_open: bool = True) -> None:
+        while True:
+            line, text = self.statements[self.position]
+            if already_open:
+                rest = text[1:].strip()  # after '}'
+            else:
+                rest, already_open = text, True
+            if rest.endswith("{") and not rest.startswith(("{", ":", "loc(")):
+                self.position += 1
+                op.region_headers.append(rest[:-1].strip())
+                op.regions.append(self._region(line))
+                continue
+            self.position += 1
+            _, loc = _strip_loc(rest)
+            if loc and op.loc is None:
+                op.loc = loc
+            return
+
+
+def _split_commas(text: str) -> list[str]:
+    parts, rest = [], text
+    while rest is not None and rest.strip():
+        part, rest = _split_top(rest, ",")
+        parts.append(part.strip())
+    return parts
+
+
+def parse_ttgir(text: str, filename: str = "<ttgir>") -> TtgirModule:
+    return _Parser(text, filename).parse()
+
+
+# ----------------------------------------------------------------------------------------------
+# Buffers: which allocation (and which part of it) a memdesc value refers to
+
+UNKNOWN_ROOT = "?"  # a descriptor the analysis cannot trace (function argument, call result...)
+
+
+@dataclass(frozen=True)
+class BufferRef:
+    root: str  # the allocating op ("%name@line") or UNKNOWN_ROOT
+    path: tuple = ()  # ("index", k) / ("slice", offsets) steps into the allocation
+    interval: tuple[int, int] | None = None  # bytes [lo, hi) when allocation.offset is known
+
+    def overlap(self, other: "BufferRef") -> Overlap:
+        if self.interval and other.interval:
+            lo, hi = self.interval
+            olo, ohi = other.interval
+            if hi <= olo or ohi <= lo:
+                return Overlap.NO
+            if self.root != other.root:
+                return Overlap.YES
+        if UNKNOWN_ROOT in (self.root, other.root):
+            return Overlap.UNKNOWN
+        if self.root != other.root:
+            return Overlap.NO
+        for mine, theirs in zip(self.path, other.path):
+            if mine == theirs:
+                continue
+            if mine[0] == theirs[0] == "index" and isinstance(mine[1], int) and isinstance(theirs[1], int):
+                return Overlap.NO
+            return Overlap.UNKNOWN
+        return Overlap.YES
+
+
+@dataclass(frozen=True)
+class TtgirRegion:
+    refs: frozenset  # of BufferRef
+
+    def overlap(self, other: "TtgirRegion") -> Overlap:
+        result = Overlap.NO
+        for mine in self.refs:
+            for theirs in other.refs:
+                result = max(result, mine.overlap(theirs), key=lambda o: o.value)
+        return result
+
+    def __str__(self) -> str:
+        names = sorted("unresolved descriptor" if r.root == UNKNOWN_ROOT else
+                       r.root.split("@")[0] + "".join(f"[{s[1]}]" for s in r.path) for r in self.refs)
+        return " | ".join(names)
+
+
+_UNKNOWN_REGION = TtgirRegion(frozenset({BufferRef(UNKNOWN_ROOT)}))
+_VIEWS = {"ttg.memdesc_index", "ttg.memdesc_subslice", "ttg.memdesc_trans", "ttg.memdesc_reshape",
+          "ttg.memdesc_reinterpret", "ttg.memdesc_subview"}
+_ELEMENT_BITS = re.compile(r"x?(i|f|bf|f8E\w+?|u)(\d+)\b")
+
+
+def _memdesc_bytes(type_text: str) -> int | None:
+    match = re.search(r"memdesc<([\dx]+)x([a-zA-Z][\w]*)", type_text)
+    if not match:
+        return None
+    count = 1
+    for dim in match.group(1).split("x"):
+        count *= int(dim)
+    bits = re.search(r"(\d+)", match.group(2))
+    return count * int(bits.group(1)) // 8 if bits else None
+
+
+# ----------------------------------------------------------------------------------------------
+# Op classes (Triton 3.6 / 3.9 names)
+
+_GENERIC_WRITE_FIRST_MEMDESC = {"ttg.local_store", "ttg.async_copy_global_to_local", "ttng.async_shared_store"}
+_GENERIC_READ_WRITE = {"ttg.local_atomic_scatter_rmw", "ttg.local_atomic_rmw", "ttg.local_atomic_cas"}
+_ASYNC_READ_FIRST_MEMDESC = {"ttng.async_tma_copy_local_to_global", "ttng.async_tma_reduce",
+                             "ttng.async_tma_scatter", "ttng.tmem_copy"}
+_ASYNC_READ_TWO_OPERANDS = {"ttng.warp_group_dot", "ttng.tc_gen5_mma", "ttng.tc_gen5_mma_scaled"}
+_ASYNC_WRITE_FIRST_MEMDESC = {"ttng.async_tma_copy_global_to_local", "ttng.async_tma_gather",
+                              "ttng.clc_try_cancel"}
+_LOOPS = {"scf.for", "scf.while"}
+
+
+@dataclass
+class _Context:
+    """Descriptor values of one (inlined) function body: SSA name -> TtgirRegion."""
+    values: dict[str, TtgirRegion]
+    constants: dict[str, int]
+    depth: int = 0
+
+
+class _Lowering:
+    """Lower an entry function (callees inlined) to dataflow blocks."""
+
+    def __init__(self, module: TtgirModule):
+        self.module = module
+        self.blocks: list[Block] = []
+        self._block_by_label: dict[str, IrBlock] = {}
+        self.two_ctas = "ttng.two-ctas" in module.attributes
+
+    def new_block(self) -> int:
+        self.blocks.append(Block())
+        return len(self.blocks) - 1
+
+    def edge(self, source: int, target: int) -> None:
+        if target not in self.blocks[source].successors:
+            self.blocks[source].successors.append(target)
+
+    # -- descriptor values --------------------------------------------------------------------
+
+    def _define_values(self, op: Op, context: _Context) -> None:
+        values = context.values
+        if op.name == "arith.constant":
+            number = re.match(r"\s*(-?\d+)\s*$", op.attributes)
+            if number and op.results:
+                context.constants[op.results[0]] = int(number.group(1))
+        elif op.name == "ttg.local_alloc" and op.results:
+            offset = re.search(r"allocation\.offset\s*=\s*(\d+)", op.attributes)
+            size = _memdesc_bytes(op.types)
+            interval = (int(offset.group(1)), int(offset.group(1)) + size) if offset and size else None
+            if "#smem" in op.types or "shared_memory" in op.types or "memdesc" in op.types:
+                values[op.results[0]] = TtgirRegion(frozenset({BufferRef(f"{op.results[0]}@{op.line}",
+                                                                         interval=interval)}))
+        elif op.name in _VIEWS and op.results and op.operands:
+            source = values.get(op.operands[0])
+            if source is not None:
+                values[op.results[0]] = self._view(op, source, context)
+        elif op.name == "arith.select" and op.results and len(op.operands) >= 3:
+            self._join_into(context, op.results[0], op.operands[1:3])
+        elif op.name == "tt.call" and op.results:
+            for result in op.results:
+                if _is_shared_memdesc(op.types, self.module):
+                    values[result] = _UNKNOWN_REGION
+
+    def _view(self, op: Op, source: TtgirRegion, context: _Context) -> TtgirRegion:
+        step = None
+        if op.name == "ttg.memdesc_index":
+            index = re.search(r"\[\s*(%[\w$.\-]+|\d+)\s*\]", op.attributes)
+            if index:
+                token = index.group(1)
+                step = ("index", context.constants.get(token, token) if token.startswith("%") else int(token))
+            elif len(op.operands) > 1:
+                step = ("index", context.constants.get(op.operands[1], op.operands[1]))
+        elif op.name in ("ttg.memdesc_subslice", "ttg.memdesc_subview"):
+            offsets = re.search(r"\[([^\]]*)\]", op.attributes)
+            step = ("slice", offsets.group(1).replace(" ", "") if offsets else "?")
+        if step is None:
+            return source
+        return TtgirRegion(frozenset(BufferRef(r.root, r.path + (step,)) for r in source.refs))
+
+    def _join_into(self, context: _Context, target: str, sources: list[str]) -> bool:
+        refs = set(context.values[target].refs) if target in context.values else set()
+        before = len(refs)
+        for source in sources:
+            region = context.values.get(source)
+            if region is not None:
+                refs |= region.refs
+        if refs and (target not in context.values or len(refs) != before):
+            context.values[target] = TtgirRegion(frozenset(refs))
+            return True
+        return False
+
+    # -- events ------------------------------------------------------------------------------
+
+    def instruction(self, op: Op) -> Instruction:
+        loc = op.loc[4:-1] if op.loc and op.loc.startswith("loc(") else None
+        source = None
+        if loc:
+            source = self.module.locations.get(loc) or (
+                self.module.locations.get(_LOC_REF.search(loc).group(0)) if _LOC_REF.search(loc) else None)
+            if source is None:
+                inline = re.search(r'"([^"]+)":(\d+):\d+', loc)
+                source = f"{inline.group(1)}:{inline.group(2)}" if inline else None
+        text = _strip_loc(op.text)[0]
+        return Instruction(text if len(text) <= 240 else text[:237] + "...", op.line, source)
+
+    def events(self, op: Op, context: _Context) -> list:
+        name = op.name
+        memdescs = [v for v in op.operands if v in context.values]
+
+        def access(kind, value, scope=Scope.CTA):
+            return Access(kind, context.values[value], self.instruction(op), scope)
+
+        if name == "ttng.fence_async_shared":
+            scope = Scope.CLUSTER if re.search(r"bCluster\s*=\s*true", op.attributes) else Scope.CTA
+            return [Fence(scope, self.instruction(op))]
+        if name == "ttg.local_alloc" and op.operands and op.results and op.results[0] in context.values:
+            return [access(AccessKind.GENERIC_WRITE, op.results[0])]
+        if name in _GENERIC_WRITE_FIRST_MEMDESC and memdescs:
+            return [access(AccessKind.GENERIC_WRITE, memdescs[0])]
+        if name == "ttg.local_load" and memdescs:
+            return [access(AccessKind.GENERIC_READ, memdescs[0])]
+        if name in _GENERIC_READ_WRITE and memdescs:
+            return [access(AccessKind.GENERIC_READ, memdescs[0]), access(AccessKind.GENERIC_WRITE, memdescs[0])]
+        cluster = Scope.CLUSTER if re.search(r"\bmulticast\b|two_ctas", op.attributes) or \
+            (name == "ttng.tmem_copy" and self.two_ctas) else Scope.CTA
+        if name in _ASYNC_READ_FIRST_MEMDESC and memdescs:
+            return [access(AccessKind.ASYNC_READ, memdescs[0], cluster)]
+        if name in _ASYNC_READ_TWO_OPERANDS:
+            operands = [v for v in op.operands[:2] if v in context.values]
+            if name == "ttng.tc_gen5_mma_scaled":
+                operands += [v for v in op.operands[3:5] if v in context.values]
+            return [access(AccessKind.ASYNC_READ, v, cluster) for v in operands]
+        if name in _ASYNC_WRITE_FIRST_MEMDESC and memdescs:
+            return [access(AccessKind.ASYNC_WRITE, memdescs[0], cluster)]
+        return []
+
+    # -- control flow ------------------------------------------------------------------------
+
+    def lower_function(self, function: Function) -> list[Block]:
+        values = {}
+        for name, type_text in function.arguments:
+            if _is_shared_memdesc(type_text, self.module):
+                values[name] = _UNKNOWN_REGION
+        context = _Context(values, {})
+        self._settle_values(function.body, context)
+        entry = self.new_block()
+        self.lower_region(function.body, context, entry)
+        return self.blocks
+
+    def _settle_values(self, region: Region, context: _Context) -> None:
+        """Trace descriptor values through loops and branches to a fixed point."""
+        for _ in range(8):
+            if not self._value_pass(region, context):
+                return
+
+    def _value_pass(self, region: Region, context: _Context) -> bool:
+        changed = False
+        for block in region.blocks:
+            for op in block.ops:
+                before = len(context.values)
+                self._define_values(op, context)
+                changed |= len(context.values) != before
+                changed |= self._flow_values(op, context)
+                for inner in op.regions:
+                    changed |= self._value_pass(inner, context)
+        return changed
+
+    def _flow_values(self, op: Op, context: _Context) -> bool:
+        """Descriptor values carried by region arguments, yields and results."""
+        changed = False
+        if op.name == "scf.for":
+            pairs = re.findall(r"(%[\w$.\-]+)\s*=\s*(%[\w$.\-]+)", op.attributes.split("iter_args", 1)[-1]) \
+                if "iter_args" in op.attributes else []
+            yields = _terminator_operands(op.regions[0], "scf.yield") if op.regions else []
+            for i, (argument, initial) in enumerate(pairs):
+                sources = [initial] + [y[i] for y in yields if i < len(y)]
+                changed |= self._join_into(context, argument, sources)
+                if i < len(op.results):
+                    changed |= self._join_into(context, op.results[i], [argument] + sources)
+        elif op.name == "scf.if":
+            for region in op.regions:
+                for operands in _terminator_operands(region, "scf.yield"):
+                    for result, value in zip(op.results, operands):
+                        changed |= self._join_into(context, result, [value])
+        elif op.name == "scf.while" and len(op.regions) == 2:
+            pairs = re.findall(r"(%[\w$.\-]+)\s*=\s*(%[\w$.\-]+)", op.attributes)
+            yields = _terminator_operands(op.regions[1], "scf.yield")
+            for i, (argument, initial) in enumerate(pairs):
+                changed |= self._join_into(context, argument, [initial] + [y[i] for y in yields if i < len(y)])
+            after_args = op.regions[1].blocks[0].arguments
+            for operands in _terminator_operands(op.regions[0], "scf.condition"):
+                for target in (after_args, op.results):
+                    for result, value in zip(target, operands[1:]):
+                        changed |= self._join_into(context, result, [value])
+        elif op.name == "ttg.warp_specialize":
+            for region, header in zip(op.regions[1:], op.region_headers[1:]):
+                names = _VALUE.findall(header.split(")")[0]) if "(" in header else region.blocks[0].arguments
+                for name, value in zip(names, op.operands):
+                    changed |= self._join_into(context, name, [value])
+        elif op.name in ("cf.br", "cf.cond_br"):
+            changed |= self._branch_values(op, context)
+        return changed
+
+    def _branch_values(self, op: Op, context: _Context) -> bool:
+        changed = False
+        for label, arguments in re.findall(r"\^([\w$.\-]+)(?:\(([^)]*)\))?", op.attributes):
+            target = self._block_by_label.get(label)
+            if target is None or not arguments:
+                continue
+            values = _VALUE.findall(arguments.split(":")[0] if ":" in arguments else arguments)
+            for name, value in zip(target.arguments, values):
+                changed |= self._join_into(context, name, [value])
+        return changed
+
+    def lower_region(self, region: Region, context: _Context, entry: int) -> int:
+        """Emit ``region`` starting in block ``entry``; return the block where control leaves it."""
+        labelled = {b.label: b for b in region.blocks if b.label}
+        self._block_by_label = {**self._block_by_label, **labelled}
+        if len(region.blocks) == 1:
+            return self._lower_ops(region.blocks[0].ops, context, entry)
+        # an unstructured (cf) region: one dataflow block per IR block
+        starts = {id(b): (entry if i == 0 else self.new_block()) for i, b in enumerate(region.blocks)}
+        exit_block = self.new_block()
+        for block in region.blocks:
+            current = self._lower_ops(block.ops, context, starts[id(block)])
+            terminator = block.ops[-1] if block.ops else None
+            if terminator is not None and terminator.name in ("cf.br", "cf.cond_br"):
+                for label in re.findall(r"\^([\w$.\-]+)", terminator.attributes):
+                    if label in labelled:
+                        self.edge(current, starts[id(labelled[label])])
+            else:
+                self.edge(current, exit_block)
+        return exit_block
+
+    def _lower_ops(self, ops: list[Op], context: _Context, current: int) -> int:
+        for op in ops:
+            if op.name in _LOOPS and op.regions:
+                header = self.new_block()
+                self.edge(current, header)
+                body_entry = self.new_block()
+                self.edge(header, body_entry)
+                body_end = body_entry
+                for region in op.regions:
+                    body_end = self.lower_region(region, context, body_end)
+                self.edge(body_end, header)
+                after = self.new_block()
+                self.edge(header, after)
+                current = after
+            elif op.regions:  # scf.if, ttg.warp_specialize, other region ops: each region may run
+                after = self.new_block()
+                if op.name == "scf.if" and len(op.regions) == 1:
+                    self.edge(current, after)
+                for region in op.regions:
+                    start = self.new_block()
+                    self.edge(current, start)
+                    self.edge(self.lower_region(region, context, start), after)
+                current = after
+            elif op.name == "tt.call":
+                current = self._inline_call(op, context, current)
+            else:
+                self.blocks[current].events.extend(self.events(op, context))
+        return current
+
+    def _inline_call(self, op: Op, context: _Context, current: int) -> int:
+        callee_name = re.search(r"@([\w$.\-]+)", op.attributes)
+        callee = self.module.functions.get(callee_name.group(1)) if callee_name else None
+        if callee is None or context.depth > 8:
+            return current
+        values = {}
+        for (name, _), value in zip(callee.arguments, op.operands):
+            if value in context.values:
+                values[name] = context.values[value]
+        inner = _Context(values, {}, context.depth + 1)
+        self._settle_values(callee.body, inner)
+        start = self.new_block()
+        self.edge(current, start)
+        end = self.lower_region(callee.body, inner, start)
+        returns = _terminator_operands(callee.body, "tt.return")
+        for result_index, result in enumerate(op.results):
+            sources = [r[result_index] for r in returns if result_index < len(r)]
+            refs = set()
+            for source in sources:
+                if source in inner.values:
+                    refs |= inner.values[source].refs
+            if refs:
+                context.values[result] = TtgirRegion(frozenset(refs))
+        return end
+
+
+def _terminator_operands(region: Region, name: str) -> list[list[str]]:
+    found = []
+    for block in region.blocks:
+        for op in block.ops:
+            if op.name == name:
+                found.append(op.operands)
+            for inner in op.regions if op.name not in ("scf.for", "scf.if", "scf.while") else ():
+                found.extend(_terminator_operands(inner, name))
+    return found
+
+
+def _is_shared_memdesc(type_text: str, module: TtgirModule) -> bool:
+    if "memdesc<" not in type_text:
+        return False
+    return not any(alias in type_text for alias in module.tensor_memory_aliases) and \
+        "tensor_memory" not in type_text
+
+
+def entry_functions(module: TtgirModule) -> list[Function]:
+    """Kernels: public functions, or every function when none is public."""
+    public = [f for f in module.functions.values() if f.public]
+    return public or list(module.functions.values())
+
+
+def function_blocks(module: TtgirModule, function: Function) -> list[Block]:
+    return _Lowering(module).lower_function(function)
