@@ -238,7 +238,9 @@ typedef struct {
 /* The packed buffer starts with this header (HEADER_FORMAT in launcher/signature.py). */
 typedef struct {
     uint64_t function, stream;
-    int32_t grid_x, grid_y, grid_z, num_warps, num_ctas, shared_memory;
+    int32_t grid_x, grid_y, grid_z;
+    uint16_t num_warps, num_ctas;
+    uint32_t shared_memory, reserved;
 } launch_header;
 
 static int launch_impl(const launcher_plan *plan, const char *args, char *dry_run_out, int count) {
@@ -246,7 +248,7 @@ static int launch_impl(const launcher_plan *plan, const char *args, char *dry_ru
     memcpy(&h, args, sizeof h);
     uint64_t function = h.function, stream = h.stream;
     int grid_x = h.grid_x, grid_y = h.grid_y, grid_z = h.grid_z;
-    int num_warps = h.num_warps, num_ctas = h.num_ctas, shared_memory = h.shared_memory;
+    unsigned int num_warps = h.num_warps, num_ctas = h.num_ctas, shared_memory = h.shared_memory;
     int n = plan->n_params, size = plan->args_size;
     if (size > MAX_PARAM_BYTES)
         return LAUNCHER_ERROR_TOO_LARGE;
@@ -318,7 +320,7 @@ static int launch_impl(const launcher_plan *plan, const char *args, char *dry_ru
     }
     if (num_ctas != 1) {
         attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attrs[n_attrs].value.clusterDim.x = (unsigned int)num_ctas;
+        attrs[n_attrs].value.clusterDim.x = num_ctas;
         attrs[n_attrs].value.clusterDim.y = 1;
         attrs[n_attrs++].value.clusterDim.z = 1;
         attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
@@ -331,14 +333,18 @@ static int launch_impl(const launcher_plan *plan, const char *args, char *dry_ru
             goto done;
     }
 
+    if ((uint64_t)grid_x * num_ctas > 0xFFFFFFFFull) {
+        rc = CUDA_ERROR_INVALID_VALUE; /* the grid in blocks would not fit the driver's uint */
+        goto done;
+    }
     CUlaunchConfig config;
-    config.gridDimX = (unsigned int)grid_x * (unsigned int)num_ctas;
+    config.gridDimX = (unsigned int)grid_x * num_ctas;
     config.gridDimY = (unsigned int)grid_y;
     config.gridDimZ = (unsigned int)grid_z;
-    config.blockDimX = 32u * (unsigned int)num_warps;
+    config.blockDimX = 32u * num_warps;
     config.blockDimY = 1;
     config.blockDimZ = 1;
-    config.sharedMemBytes = (unsigned int)shared_memory;
+    config.sharedMemBytes = shared_memory;
     config.hStream = (CUstream)(uintptr_t)stream;
     config.attrs = attrs;
     config.numAttrs = n_attrs;

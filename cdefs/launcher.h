@@ -24,8 +24,9 @@ typedef struct {
 #define LAUNCHER_ERROR_BAD_POINTER ...     /* a pointer is not accessible from the device */
 #define LAUNCHER_ERROR_TOO_LARGE ...       /* more parameter bytes than a kernel can take */
 
-/* Launch one kernel. `args` is the packed buffer: a header (function, stream as uint64; grid x,
- * y, z, num_warps, num_ctas, shared memory bytes as int32; 40 bytes) and then the kernel
+/* Launch one kernel. `args` is the packed buffer: a header (function, stream: uint64; grid x,
+ * y, z: int32; num_warps, num_ctas: uint16; shared memory bytes: uint32; 4 reserved bytes;
+ * 40 bytes in all) and then the kernel
  * parameters at the plan's offsets.  The parameters are copied into 128-byte-aligned storage,
  * pointers are checked and translated, and cuLaunchKernelEx is called with the attributes the
  * plan and header ask for.  A grid with a zero dimension launches nothing.

@@ -166,8 +166,8 @@ def diagnose(plan, base, args, exc):
     if md is None or len(md) != 3:
         raise TypeError(f"kernel {plan.kernel!r}: kernel_metadata must be a "
                         f"(num_warps, num_ctas, shared) tuple, got {kernel_metadata!r}")
-    for field, v in zip(("num_warps", "num_ctas", "shared"), md):
-        _as_int(plan, f"kernel_metadata.{field}", v, "an int in [0, 2**31)", (0, _I32[1]))
+    for field, v, hi in zip(("num_warps", "num_ctas", "shared"), md, (0xFFFF, 0xFFFF, 0xFFFFFFFF)):
+        _as_int(plan, f"kernel_metadata.{field}", v, f"an int in [0, {hi}]", (0, hi))
     if len(args) != plan.arity:
         names = ", ".join(plan.arg_names())
         raise TypeError(f"kernel {plan.kernel!r} takes {plan.arity} arguments ({names}), "

@@ -101,8 +101,7 @@ class ModuleCache:
     # -- Triton's interface --
     def load_binary(self, name: str, kernel: bytes, shared: int, device: int) -> tuple:
         """Triton's utils.load_binary: (module, function, n_regs, n_spills, n_max_threads)."""
-        ctx = current_context(device)
-        key = (hashlib.sha256(kernel).digest(), name, int(ctx))
+        key = (hashlib.sha256(kernel).digest(), name, self._context(device))
         with self._lock:
             entry = self._acquire_locked(key)
             if entry is not None:
@@ -191,18 +190,23 @@ class ModuleCache:
         s.bytes_held = sum(e.size for e in self._entries.values())
 
     def _unload(self, entries):
-        if not entries:
-            return
-        cu = driver.cu()
         for entry in entries:
-            err, = cu.cuModuleUnload(cu.CUmodule(entry.module))
+            self._unload_module(entry)
             with self._lock:
                 self.stats.unloads += 1
-            # An unload can only fail for a context already destroyed (process teardown).
-            if int(err) not in (0, int(cu.CUresult.CUDA_ERROR_DEINITIALIZED),
-                                int(cu.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED),
-                                int(cu.CUresult.CUDA_ERROR_INVALID_CONTEXT)):
-                driver.check((err,), f"cuModuleUnload of kernel {entry.key[1]!r}")
+
+    # -- the driver calls (a test double of the cache's bookkeeping overrides these three) --
+    def _context(self, device: int) -> int:
+        return int(current_context(device))
+
+    def _unload_module(self, entry: LoadedModule) -> None:
+        cu = driver.cu()
+        err, = cu.cuModuleUnload(cu.CUmodule(entry.module))
+        # An unload can only fail for a context already destroyed (process teardown).
+        if int(err) not in (0, int(cu.CUresult.CUDA_ERROR_DEINITIALIZED),
+                            int(cu.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED),
+                            int(cu.CUresult.CUDA_ERROR_INVALID_CONTEXT)):
+            driver.check((err,), f"cuModuleUnload of kernel {entry.key[1]!r}")
 
     def _load(self, key, name, kernel, shared) -> LoadedModule:
         cu = driver.cu()

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 # Kinds of parameter, as the native library knows them (cdefs/launcher.h).
 VALUE, POINTER, TENSORMAP = 0, 1, 2
 
-# The launch header packed before the kernel parameters:
-# function, stream, grid x/y/z, num_warps, num_ctas, shared memory bytes.
-HEADER_FORMAT = "QQiiiiii"
+# The launch header packed before the kernel parameters (launch_header in cdefs/launcher.c):
+# function, stream, grid x/y/z, num_warps, num_ctas, shared memory bytes, 4 reserved bytes.
+HEADER_FORMAT = "QQiiiHHI4x"
 HEADER_SIZE = struct.calcsize("<" + HEADER_FORMAT)
 
 # Scalar types: struct code, storage size and alignment, bytes the kernel reads, and at which
