@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from launcher.fence import check_ptx
+from launcher.fence import check_kernel, check_ptx, check_ttgir
 
 import fence_kernels as fk
 
@@ -79,3 +79,32 @@ def test_error_exactly_where_the_ptx_lacks_the_fence(compiled):
     assert finding.writer.text.startswith("st.shared")
     ptx_lines = kernel.asm["ptx"].splitlines()
     assert " ".join(ptx_lines[finding.reader.line - 1].split()) == reader + ";"
+
+
+def test_ttgir_shows_the_hazard_before_the_late_fence_pass(compiled):
+    """``asm["ttgir"]`` is captured before Triton's late pass, so every unfenced form shows its hazard."""
+    case, fence, kernel = compiled
+    findings = check_ttgir(kernel.asm["ttgir"])
+    if fence:
+        assert findings == []
+        return
+    (finding,) = findings
+    assert finding.severity == "info" and finding.ir == "ttgir"
+    assert finding.kind == fk.GLUON_CASES[case][3]
+    assert finding.source_line.endswith(f"fence_kernels.py:{python_line(case)}")
+    assert finding.buffer in ("%smem", "%a")
+
+
+def test_check_kernel_splits_errors_from_compiler_fixed_hazards(compiled):
+    case, fence, kernel = compiled
+    report = check_kernel(ptx=kernel.asm["ptx"], ttgir=kernel.asm["ttgir"])
+    assert report.kernel == case
+    assert bool(report.errors) == error_expected(case, fence)
+    severities = sorted(f.severity for f in report.findings if f.severity != "unknown")
+    if fence:
+        assert severities == []
+    elif error_expected(case, fence):
+        assert severities == ["error"]  # the TTGIR hazard is the same one: it is not repeated as info
+    else:
+        assert severities == ["info"]  # the compiler fenced it
+        assert "compiler added the fence" in report.findings[-1].message
