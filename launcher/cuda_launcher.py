@@ -52,13 +52,17 @@ def unsupported_reason(metadata) -> str | None:
 class _Generated:
     """The source and namespace of one signature's launch function."""
 
-    def __init__(self, plan: ArgPlan, metadata, dry_run: bool):
+    # What the generated function does after packing: launch, write the kernel's parameter bytes
+    # out instead of launching (dry run), or return the packed buffer (for bind()).
+    MODES = ("launch", "dry_run", "pack")
+
+    def __init__(self, plan: ArgPlan, metadata, mode: str):
         self.plan = plan
         self.lines = []
         self.ns = {}
         self.n_values = 0
         self.values = []
-        self.dry_run = dry_run
+        self.mode = mode
         self.metadata = metadata
 
     def emit(self, line, depth=1):
@@ -132,6 +136,7 @@ class _Generated:
         head = "function, stream, gridX, gridY, gridZ, num_warps, num_ctas, shared"
         values = ", ".join([head] + self.values)
         gsize, psize = md.global_scratch_size or 0, md.profile_scratch_size or 0
+        keep = []  # scratch allocations, alive as long as the packed buffer is used
         if gsize or psize:
             # Check everything first, then allocate: a bad argument allocates nothing.
             self.bind("_pack_args", struct.Struct(plan.format[:-2]).pack)
@@ -144,18 +149,22 @@ class _Generated:
                 if size:
                     self.bind(f"_alloc_{var}", alloc)
                     self.emit(f"{var}_obj = _alloc_{var}()(n_programs * {size}, {align}, stream)", 2)
+                    keep.append(f"{var}_obj")
                     self.emit(f"{var} = {var}_obj.data_ptr() if {var}_obj is not None else 0", 2)
                 else:
                     self.emit(f"{var} = 0", 2)
             self.emit("buf += _pack_scratch(g, p)", 2)
         else:
-            self.bind("_pack", struct.Struct(plan.format).pack)
-            self.emit(f"buf = _pack({values}, 0, 0)", 2)
+            self.bind("_pack_all", struct.Struct(plan.format).pack)
+            self.emit(f"buf = _pack_all({values}, 0, 0)", 2)
         self.emit("except Exception as exc:")
         self.emit(f"self._fail(exc, ({', '.join(_BASE_ARGS[:6])}), args)", 2)
+        if self.mode == "pack":
+            self.emit(f"return buf, ({''.join(k + ', ' for k in keep)})")
+            return "\n".join(self.lines) + "\n"
         self.emit("if launch_enter_hook is not None:")
         self.emit("launch_enter_hook(launch_metadata)", 2)
-        if self.dry_run:
+        if self.mode == "dry_run":
             self.emit("out = _new_out()")
             self.emit("rc = _launch(_plan, buf, out)")
         else:
@@ -164,7 +173,7 @@ class _Generated:
         self.emit("self._launch_failed(rc)", 2)
         self.emit("if launch_exit_hook is not None:")
         self.emit("launch_exit_hook(launch_metadata)", 2)
-        if self.dry_run:
+        if self.mode == "dry_run":
             self.emit("return _split(out)")
         return "\n".join(self.lines) + "\n"
 
@@ -204,6 +213,44 @@ class CudaLauncher:
 
     def _launch_failed(self, rc):
         raise errors.launch_error(self.plan, rc)
+
+    def bind(self, gridX, gridY, gridZ, stream, function, kernel_metadata, *args) -> "BoundLaunch":
+        """Check and pack the arguments once; the result launches them again and again.
+
+        For a launch repeated with the same arguments (a decode loop, a benchmark): each call
+        of the returned object is one cffi call, with no Python packing at all. Tensors must
+        stay alive and where they are; scratch memory is allocated once, here. Hooks are not
+        run (there is no launch_metadata to give them).
+        """
+        buf, keep = self.pack(gridX, gridY, gridZ, stream, function, kernel_metadata, None, None, None, *args)
+        return BoundLaunch(self, buf, (args, keep))
+
+
+class BoundLaunch:
+    """A launch with its arguments packed once (see CudaLauncher.bind)."""
+
+    __slots__ = ("launcher", "buffer", "_keepalive", "_launch", "_plan", "_null")
+
+    def __init__(self, launcher, buffer, keepalive):
+        self.launcher = launcher
+        self.buffer = buffer
+        self._keepalive = keepalive
+        ffi, lib = driver.native()
+        self._launch = lib.launcher_launch
+        self._plan = launcher._keepalive[3]
+        self._null = ffi.NULL
+
+    def __call__(self):
+        rc = self._launch(self._plan, self.buffer, self._null)
+        if rc:
+            self.launcher._launch_failed(rc)
+
+    def repeat(self, count: int):
+        """Launch `count` times in one C call (the C floor of the benchmarks)."""
+        _, lib = driver.native()
+        rc = lib.launcher_launch_repeat(self._plan, self.buffer, count)
+        if rc:
+            self.launcher._launch_failed(rc)
 
 
 def plan_kernel(src, metadata) -> ArgPlan:
@@ -257,8 +304,8 @@ def _launch_class(plan: ArgPlan, md) -> type:
     namespace = {"_launch": lib.launcher_launch, "_plan": cplan, "_NULL": ffi.NULL,
                  "_TensorMap": TensorMap, "_new_out": new_out, "_split": split}
     attrs = {"plan": plan, "_keepalive": (offsets, sizes, kinds, cplan)}
-    for fname, dry in (("__call__", False), ("dry_run", True)):
-        gen = _Generated(plan, md, dry)
+    for fname, mode in (("__call__", "launch"), ("dry_run", "dry_run"), ("pack", "pack")):
+        gen = _Generated(plan, md, mode)
         source = gen.build(fname)
         ns = dict(namespace, **gen.ns)
         exec(compile(source, f"<launcher {plan.kernel} {fname}>", "exec"), ns)
