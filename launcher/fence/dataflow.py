@@ -57,7 +57,7 @@ class Instruction:
     source: str | None = None  # Python "file:line" when the IR records it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity: each access event is created once
 class Access:
     kind: AccessKind
     region: Region

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .dataflow import Access, AccessKind, Block, Fence, Instruction, Overlap, Scope
 from .errors import ParseError
@@ -20,16 +21,31 @@ from .errors import ParseError
 @dataclass
 class PtxInstruction:
     line: int
-    text: str
+    statement: str  # as written, without the ';'
     predicate: str | None  # "%p1" or "!%p1"
     opcode: str
-    operands: list[str]
+    operand_text: str
     source: str | None  # Python file:line from the preceding .loc
     scope: int  # inline-asm brace scope the instruction sits in (0 = function body)
     parts: list[str] = field(init=False)  # opcode split at '.'
 
     def __post_init__(self):
         self.parts = self.opcode.split(".")
+
+    @cached_property
+    def text(self) -> str:
+        return " ".join(self.statement.split())
+
+    @cached_property
+    def operands(self) -> list[str]:
+        return split_operands(self.operand_text)
+
+    @property
+    def first_operand(self) -> str:
+        text = self.operand_text
+        if text.startswith(("{", "[", "(")):
+            return self.operands[0] if self.operands else ""
+        return text.split(",", 1)[0].strip()
 
     def ref(self) -> Instruction:
         return Instruction(self.text, self.line, self.source)
@@ -66,6 +82,8 @@ def _strip_comment(line: str) -> str:
 
 def split_operands(text: str) -> list[str]:
     """Split an operand list at top-level commas (not inside [], {} or ())."""
+    if "[" not in text and "{" not in text and "(" not in text:
+        return [part.strip() for part in text.split(",") if part.strip()]
     operands, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         if ch in "[{(":
@@ -169,17 +187,16 @@ def parse_ptx(text: str, filename: str = "<ptx>") -> PtxModule:
 
 def _parse_statement(statement: str, line: int, source: str | None, scope: int) -> PtxInstruction:
     predicate = None
-    pred = _PRED.match(statement)
     body = statement
-    if pred:
+    if statement.startswith("@"):
+        pred = _PRED.match(statement)
         predicate = pred.group(1)
         body = statement[pred.end():]
     opcode, _, rest = body.partition(" ")
     if "\t" in opcode:
         opcode, _, tail = opcode.partition("\t")
         rest = tail + " " + rest
-    return PtxInstruction(line, " ".join(statement.split()), predicate, opcode.strip(), split_operands(rest.strip()),
-                          source, scope)
+    return PtxInstruction(line, statement, predicate, opcode.strip(), rest.strip(), source, scope)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -380,9 +397,9 @@ def _evaluate(instr: PtxInstruction, operand_value) -> object:
 
 
 def _destinations(instr: PtxInstruction) -> list[str]:
-    if not instr.operands or instr.parts[0] in _NO_DEST:
+    if not instr.operand_text or instr.parts[0] in _NO_DEST:
         return []
-    first = instr.operands[0]
+    first = instr.first_operand
     if first.startswith("{"):
         return [r.strip() for r in first.strip("{}").split(",") if r.strip().startswith("%")]
     if first.startswith("%"):
@@ -396,14 +413,21 @@ _ADDRESS_USERS = {"st", "ld", "atom", "red", "stmatrix", "ldmatrix", "cp", "wgmm
 
 
 def _address_operands(instr: PtxInstruction) -> list[str]:
-    base = instr.parts[0]
+    """The operands the classifier resolves: memory operands, bulk sizes and matrix descriptors."""
+    parts = instr.parts
+    base = parts[0]
     if base not in _ADDRESS_USERS:
         return []
-    if base in ("st", "ld", "atom", "red") and not any(p.startswith("shared") for p in instr.parts[1:]):
+    if base in ("st", "ld", "atom", "red") and not any(p.startswith("shared") for p in parts[1:]):
         return []
-    if base in ("wgmma", "tcgen05"):
-        return instr.operands[1:3]
-    return instr.operands
+    if base == "wgmma" or (base == "tcgen05" and len(parts) > 1 and parts[1] in ("mma", "cp")):
+        return [o for o in instr.operands[1:3] if not o.startswith(("{", "["))]
+    if base == "tcgen05":
+        return []
+    memory = [o for o in instr.operands if o.startswith("[") and "{" not in o]
+    if base == "cp" and "bulk" in parts and "tensor" not in parts:
+        memory += instr.operands[2:3]
+    return memory
 
 
 class AddressAnalysis:
@@ -464,6 +488,9 @@ class AddressAnalysis:
         self._fixed = True
 
     def value(self, operand: str):
+        known = self.values.get(operand)
+        if known is not None:
+            return known
         operand = operand.strip()
         if operand.startswith("%"):
             special = _SPECIAL_REGISTERS.get(operand.split(".")[0])

@@ -65,6 +65,9 @@ class TtgirModule:
 
 
 def _depth_change(text: str) -> int:
+    if '"' not in text:
+        return (text.count("(") + text.count("[") + text.count("<") - text.count(")") - text.count("]")
+                - text.count(">") + text.count("->"))
     depth = 0
     in_string = False
     previous = ""
