@@ -287,7 +287,7 @@ _MAX_INT = 1 << 32
 _SPECIAL_REGISTERS = {"%tid": IntRange(0, 1023), "%laneid": IntRange(0, 31), "%ntid": IntRange(1, 1024),
                       "%warpid": IntRange(0, 1023)}
 _NO_DEST = {"st", "stmatrix", "red", "bra", "brx", "bar", "barrier", "fence", "membar", "cp", "call", "ret", "exit",
-            "prefetch", "prefetchu", "trap", "wgmma", "tcgen05", "cvt.pack"}
+            "prefetch", "prefetchu", "trap", "wgmma", "tcgen05"}
 
 
 def _join(a, b):
@@ -613,7 +613,7 @@ class Classifier:
             size = self.analysis.value(instr.operands[2]) if len(instr.operands) > 2 else UNKNOWN
             nbytes = size.hi if isinstance(size, IntRange) else 16
             return [self._access(AccessKind.GENERIC_WRITE, instr, self.analysis.address(instr.operands[0]), nbytes)]
-        if base in ("cp", "cp") and "bulk" in parts and ("async" in parts) and "prefetch" not in parts:
+        if base == "cp" and "bulk" in parts and "async" in parts and "prefetch" not in parts:
             return self._bulk(instr)
         if base == "wgmma" and len(parts) > 1 and parts[1] == "mma_async":
             return self._mma(instr, first_operand=1)

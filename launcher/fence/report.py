@@ -9,7 +9,6 @@ from .dataflow import Hazard, Instruction, Scope
 ERROR = "error"  # a hazard in the final PTX
 INFO = "info"  # a TTGIR hazard that the installed Triton fixes later
 UNKNOWN = "unknown"  # the analysis cannot decide; the message says why
-SEVERITIES = (ERROR, UNKNOWN, INFO)
 
 
 @dataclass(frozen=True)

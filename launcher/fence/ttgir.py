@@ -335,7 +335,6 @@ class TtgirRegion:
 _UNKNOWN_REGION = TtgirRegion(frozenset({BufferRef(UNKNOWN_ROOT)}))
 _VIEWS = {"ttg.memdesc_index", "ttg.memdesc_subslice", "ttg.memdesc_trans", "ttg.memdesc_reshape",
           "ttg.memdesc_reinterpret", "ttg.memdesc_subview"}
-_ELEMENT_BITS = re.compile(r"x?(i|f|bf|f8E\w+?|u)(\d+)\b")
 
 
 def _memdesc_bytes(type_text: str) -> int | None:
