@@ -178,32 +178,41 @@ typedef struct {
     uint64_t start, end, generation;
 } range_entry;
 static __thread range_entry range_cache[RANGE_CACHE_SIZE];
-static __thread unsigned range_next;
+static __thread unsigned range_next, range_last_hit;
 static __thread int last_bad_param = -1;
 static uint64_t range_generation = 1;
-static uint64_t range_hits, range_misses;
+static uint64_t range_queries; /* pointers the driver was asked about (cache misses) */
+static __thread uint64_t range_hits; /* per thread: counting hits must not cost an atomic */
 
 int launcher_last_bad_param(void) { return last_bad_param; }
 
 void launcher_pointer_cache_stats(uint64_t *hits, uint64_t *misses) {
-    *hits = __atomic_load_n(&range_hits, __ATOMIC_RELAXED);
-    *misses = __atomic_load_n(&range_misses, __ATOMIC_RELAXED);
+    *hits = range_hits;
+    *misses = __atomic_load_n(&range_queries, __ATOMIC_RELAXED);
 }
 
 void launcher_pointer_cache_clear(void) {
     __atomic_fetch_add(&range_generation, 1, __ATOMIC_RELAXED);
 }
 
+static inline int range_cached(const range_entry *e, CUcontext ctx, uint64_t p, uint64_t gen) {
+    return e->ctx == ctx && e->generation == gen && p >= e->start && p < e->end;
+}
+
 static CUresult check_pointer(CUcontext ctx, uint64_t *ptr) {
     uint64_t p = *ptr, gen = __atomic_load_n(&range_generation, __ATOMIC_RELAXED);
-    for (int i = 0; i < RANGE_CACHE_SIZE; i++) {
-        range_entry *e = &range_cache[i];
-        if (e->ctx == ctx && e->generation == gen && p >= e->start && p < e->end) {
-            __atomic_fetch_add(&range_hits, 1, __ATOMIC_RELAXED);
+    if (range_cached(&range_cache[range_last_hit], ctx, p, gen)) {
+        range_hits++;
+        return CUDA_SUCCESS;
+    }
+    for (unsigned i = 0; i < RANGE_CACHE_SIZE; i++) {
+        if (range_cached(&range_cache[i], ctx, p, gen)) {
+            range_last_hit = i;
+            range_hits++;
             return CUDA_SUCCESS;
         }
     }
-    __atomic_fetch_add(&range_misses, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&range_queries, 1, __ATOMIC_RELAXED);
     uint64_t dev_ptr = 0;
     CUresult rc = cu.cuPointerGetAttribute(&dev_ptr, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, p);
     if (rc != CUDA_SUCCESS)
@@ -216,7 +225,8 @@ static CUresult check_pointer(CUcontext ctx, uint64_t *ptr) {
         cu.cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p) == CUDA_SUCCESS &&
         cu.cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p) == CUDA_SUCCESS &&
         size > 0) {
-        range_entry *e = &range_cache[range_next++ % RANGE_CACHE_SIZE];
+        range_last_hit = range_next++ % RANGE_CACHE_SIZE;
+        range_entry *e = &range_cache[range_last_hit];
         e->ctx = ctx;
         e->start = start;
         e->end = start + size;
@@ -303,9 +313,10 @@ static int launch_impl(const launcher_plan *plan, const char *args, char *dry_ru
     if ((int64_t)grid_x * grid_y * grid_z <= 0)
         goto done; /* nothing to launch, as in Triton */
 
-    CUlaunchAttribute attrs[5];
+    CUlaunchAttribute attrs[5]; /* at most all five at once; only the used ones are set */
     unsigned int n_attrs = 0;
-    memset(attrs, 0, sizeof attrs);
+    if (shared_memory > 228 * 1024 || plan->launch_pdl || plan->launch_cooperative_grid || num_ctas != 1)
+        memset(attrs, 0, sizeof attrs);
     if (shared_memory > 228 * 1024) {
         attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE;
         attrs[n_attrs++].value.sharedMemoryMode = CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED;

@@ -56,6 +56,6 @@ int launcher_encode_tiled(char *out, int elem_type, int rank, uint64_t global_ad
                           const uint32_t *box, int elem_size, int swizzle, int nan_padding,
                           int clear_bit21);
 
-/* Counters of the pointer-range cache (for tests and `python -m launcher info`). */
+/* Pointer-range cache: hits (in the calling thread) and driver queries (all threads). */
 void launcher_pointer_cache_stats(uint64_t *hits, uint64_t *misses);
 void launcher_pointer_cache_clear(void);

@@ -48,7 +48,7 @@ def info(args) -> int:
           f"loads {s.loads}, unloads {s.unloads}")
     hits, misses = ffi.new("uint64_t *"), ffi.new("uint64_t *")
     lib.launcher_pointer_cache_stats(hits, misses)
-    print(f"pointer checks range-cache hits {hits[0]}, driver queries {misses[0]}")
+    print(f"pointer checks range-cache hits {hits[0]} (this thread), driver queries {misses[0]}")
     return 0
 
 
