@@ -152,17 +152,27 @@ const char *launcher_error_string(int code) {
     return NULL;
 }
 
-/* A thread launching with no current context gets device 0's primary context, as Triton does. */
-static CUresult current_context(CUcontext *ctx) {
+/* The current context; with none, `device`'s primary context is made current (as Triton does:
+ * device 0 for a launch from a thread that never touched CUDA, the kernel's device for a load). */
+static CUresult current_context(CUcontext *ctx, int device) {
     CUresult rc = cu.cuCtxGetCurrent(ctx);
     if (rc != CUDA_SUCCESS || *ctx)
         return rc;
     CUdevice dev;
-    if ((rc = cu.cuDeviceGet(&dev, 0)) != CUDA_SUCCESS)
+    if ((rc = cu.cuDeviceGet(&dev, device)) != CUDA_SUCCESS)
         return rc;
     if ((rc = cu.cuDevicePrimaryCtxRetain(ctx, dev)) != CUDA_SUCCESS)
         return rc;
     return cu.cuCtxSetCurrent(*ctx);
+}
+
+uint64_t launcher_current_context(int device, int *status) {
+    CUcontext ctx = NULL;
+    int rc = launcher_driver_init();
+    if (rc == 0)
+        rc = current_context(&ctx, device);
+    *status = rc;
+    return rc == 0 ? (uint64_t)(uintptr_t)ctx : 0;
 }
 
 /* ---- pointer checks ----
@@ -293,7 +303,7 @@ static int launch_impl(const launcher_plan *plan, const char *args, char *dry_ru
     }
 
     CUcontext ctx = NULL;
-    if ((rc = current_context(&ctx)) != CUDA_SUCCESS)
+    if ((rc = current_context(&ctx, 0)) != CUDA_SUCCESS)
         goto done;
     for (int i = 0; i < n; i++) {
         if (plan->kinds[i] != LAUNCHER_PARAM_POINTER)

@@ -44,6 +44,10 @@ int launcher_last_bad_param(void);
 /* Make sure libcuda.so.1 is open and initialised; 0 or an error code as above. */
 int launcher_driver_init(void);
 
+/* The current CUDA context, or `device`'s primary context made current when there is none
+ * (what load_binary needs); *status gets 0 or an error code as above. */
+uint64_t launcher_current_context(int device, int *status);
+
 /* cuGetErrorName / cuGetErrorString of a CUresult (NULL when unknown or no driver). */
 const char *launcher_error_name(int code);
 const char *launcher_error_string(int code);

@@ -207,7 +207,29 @@ class CudaLauncher:
         self.name = metadata.name
         self.metadata = metadata
 
-    # The per-signature subclass defines __call__ and dry_run; these support them.
+    # The per-signature subclass defines __call__ (generated when the class is made); dry_run
+    # and pack are generated on first use, so that a new signature costs one compile.
+    def dry_run(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
+                launch_enter_hook, launch_exit_hook, *args):
+        """Everything a launch does (checks, packing, hooks, the C entry) but the driver call:
+        returns the bytes each kernel parameter would receive, one `bytes` per parameter."""
+        return self._generated("dry_run")(self, gridX, gridY, gridZ, stream, function, kernel_metadata,
+                                          launch_metadata, launch_enter_hook, launch_exit_hook, *args)
+
+    def pack(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
+             launch_enter_hook, launch_exit_hook, *args):
+        """(packed buffer, scratch allocations): the checked arguments of one launch."""
+        return self._generated("pack")(self, gridX, gridY, gridZ, stream, function, kernel_metadata,
+                                       launch_metadata, launch_enter_hook, launch_exit_hook, *args)
+
+    @classmethod
+    def _generated(cls, mode):
+        fn = cls.__dict__.get(f"_{mode}_fn")
+        if fn is None:
+            fn = _generate(cls.plan, cls._metadata, cls._namespace, mode, mode)
+            setattr(cls, f"_{mode}_fn", fn)
+        return fn
+
     def _fail(self, exc, base, args):
         errors.diagnose(self.plan, base, args, exc)
 
@@ -259,6 +281,17 @@ def plan_kernel(src, metadata) -> ArgPlan:
         getattr(metadata, "tensordesc_meta", None), tf32_flag=triton_version() >= (3, 7))
 
 
+def _generate(plan, md, namespace, mode, fname):
+    """Compile the generated function of one mode for a signature."""
+    gen = _Generated(plan, md, mode)
+    source = gen.build(fname)
+    ns = dict(namespace, **gen.ns)
+    exec(compile(source, f"<launcher {plan.kernel} {fname}>", "exec"), ns)
+    fn = ns[fname]
+    fn.source = source
+    return fn
+
+
 _classes_lock = threading.Lock()
 _classes: dict = {}
 _MAX_CLASSES = 4096
@@ -303,14 +336,8 @@ def _launch_class(plan: ArgPlan, md) -> type:
     from launcher.tensormap import TensorMap
     namespace = {"_launch": lib.launcher_launch, "_plan": cplan, "_NULL": ffi.NULL,
                  "_TensorMap": TensorMap, "_new_out": new_out, "_split": split}
-    attrs = {"plan": plan, "_keepalive": (offsets, sizes, kinds, cplan)}
-    for fname, mode in (("__call__", "launch"), ("dry_run", "dry_run"), ("pack", "pack")):
-        gen = _Generated(plan, md, mode)
-        source = gen.build(fname)
-        ns = dict(namespace, **gen.ns)
-        exec(compile(source, f"<launcher {plan.kernel} {fname}>", "exec"), ns)
-        attrs[fname] = ns[fname]
-        attrs[f"_{fname.strip('_')}_source"] = source
+    attrs = {"plan": plan, "_keepalive": (offsets, sizes, kinds, cplan), "_metadata": md,
+             "_namespace": namespace, "__call__": _generate(plan, md, namespace, "launch", "__call__")}
     cls = type(f"CudaLauncher[{plan.kernel}]", (CudaLauncher,), attrs)
     with _classes_lock:
         if len(_classes) >= _MAX_CLASSES:

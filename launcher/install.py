@@ -102,7 +102,9 @@ def install(*, fence_check: str | None = None) -> None:
 
         from launcher.fence_hook import FenceCheckHook
 
-        utils = CudaUtils(module_cache(), stock_utils_cls=nv.CudaUtils)
+        existing = _existing_drivers(nv)
+        stock_utils = next((d.utils for d in existing if not isinstance(d.utils, CudaUtils)), None)
+        utils = CudaUtils(module_cache(), stock_utils_cls=nv.CudaUtils, stock_utils=stock_utils)
 
         class UtilsFactory:  # what CudaDriver.__init__ calls: CudaUtils()
             def __new__(cls):
@@ -112,7 +114,7 @@ def install(*, fence_check: str | None = None) -> None:
         _state.update(
             nv=nv, utils=utils, fence=hook,
             saved_module={k: getattr(nv, k) for k in ("CudaUtils", "CudaLauncher", "PyCUtensorMap")},
-            saved_drivers=[(d, d.utils, d.launcher_cls) for d in _existing_drivers(nv)],
+            saved_drivers=[(d, d.utils, d.launcher_cls) for d in existing],
         )
         CudaLauncher.stock_launcher_cls = nv.CudaLauncher
         nv.CudaUtils = UtilsFactory

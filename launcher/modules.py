@@ -1,5 +1,9 @@
 """The cubin module cache behind Triton's `load_binary` / `unload_module`.
 
+Modules are keyed by content: (hash of the cubin bytes, verified by comparing the bytes on a
+hit; the kernel name; the CUDA context), so a cubin loaded in two contexts (two devices) gets
+a module in each.
+
 Triton loads every CompiledKernel's cubin with cuModuleLoadData, and from 3.8 unloads it when
 the CompiledKernel is collected. `ModuleCache` loads each (cubin, kernel name, context) once:
 every holder of the same cubin in the same context shares one module, counted by reference,
@@ -10,7 +14,6 @@ new process-local CompiledKernel, costs a dictionary lookup instead of a module 
 from __future__ import annotations
 
 import collections
-import hashlib
 import os
 import threading
 from dataclasses import dataclass
@@ -36,7 +39,8 @@ class SharedMemoryError(ValueError):
 
 @dataclass
 class LoadedModule:
-    key: tuple  # (sha256 of the cubin, kernel name, context handle)
+    key: tuple  # (hash of the cubin, its length, kernel name, context handle)
+    cubin: bytes  # compared on every hit, so equal hashes of different cubins never share
     module: int
     function: int
     n_regs: int
@@ -101,25 +105,29 @@ class ModuleCache:
     # -- Triton's interface --
     def load_binary(self, name: str, kernel: bytes, shared: int, device: int) -> tuple:
         """Triton's utils.load_binary: (module, function, n_regs, n_spills, n_max_threads)."""
-        key = (hashlib.sha256(kernel).digest(), name, self._context(device))
+        # Python caches a bytes object's hash, so the same CompiledKernel's cubin hashes once.
+        key = (hash(kernel), len(kernel), name, self._context(device))
         with self._lock:
-            entry = self._acquire_locked(key)
+            entry = self._acquire_locked(key, kernel)
             if entry is not None:
                 self.stats.hits += 1
                 return entry.result()
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:  # one thread loads; the others find its entry
             with self._lock:
-                entry = self._acquire_locked(key)
+                entry = self._acquire_locked(key, kernel)
                 if entry is not None:
                     self.stats.hits += 1
                     return entry.result()
                 self.stats.misses += 1
+                collision = key in self._entries  # same hash, different cubin: load, don't cache
             try:
                 entry = self._load(key, name, kernel, shared)
             finally:
                 with self._lock:
                     self._key_locks.pop(key, None)
+            if collision:
+                return entry.result()
             with self._lock:
                 entry.refs = 1
                 self._entries[key] = entry
@@ -161,9 +169,9 @@ class ModuleCache:
             return CacheStats(**vars(self.stats))
 
     # -- internals --
-    def _acquire_locked(self, key):
+    def _acquire_locked(self, key, cubin):
         entry = self._entries.get(key)
-        if entry is None:
+        if entry is None or (entry.cubin is not cubin and entry.cubin != cubin):
             return None
         entry.refs += 1
         self._idle.pop(key, None)
@@ -197,7 +205,12 @@ class ModuleCache:
 
     # -- the driver calls (a test double of the cache's bookkeeping overrides these three) --
     def _context(self, device: int) -> int:
-        return int(current_context(device))
+        ffi, lib = driver.native()
+        status = ffi.new("int *")
+        ctx = lib.launcher_current_context(device, status)
+        if status[0]:
+            raise driver.error_from_status(status[0], f"making a context current on device {device}")
+        return ctx
 
     def _unload_module(self, entry: LoadedModule) -> None:
         cu = driver.cu()
@@ -231,7 +244,8 @@ class ModuleCache:
         except BaseException:
             cu.cuModuleUnload(mod)
             raise
-        return LoadedModule(key, int(mod), int(fn), int(n_regs), int(local) // 4, int(max_threads), len(kernel))
+        return LoadedModule(key, kernel, int(mod), int(fn), int(n_regs), int(local) // 4, int(max_threads),
+                            len(kernel))
 
     @staticmethod
     def _allow_large_shared(cu, fn, dev, optin, name):

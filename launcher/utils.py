@@ -20,10 +20,12 @@ from launcher.versions import triton_version
 class CudaUtils:
     """Drop-in for `triton.backends.nvidia.driver.CudaUtils` (an instance of it)."""
 
-    def __init__(self, module_cache: ModuleCache, stock_utils_cls=None):
+    def __init__(self, module_cache: ModuleCache, stock_utils_cls=None, stock_utils=None):
+        """stock_utils: Triton's own CudaUtils, where it was already made before install():
+        launchers made before install() then keep getting Triton's own tensor-map type."""
         self.modules = module_cache
         self._stock_cls = stock_utils_cls
-        self._stock = None
+        self._stock = stock_utils
         self._stock_lock = threading.Lock()
         if triton_version() < (3, 7):
             self.fill_tma_descriptor = self.fill_tma_descriptor_tiled
@@ -125,6 +127,9 @@ class CudaUtils:
     # -- tensor maps --
     def fill_tma_descriptor_tiled(self, global_address, swizzle, elem_size, elem_type, block_size,
                                   shape, strides, padding):
+        if self._stock is not None:  # stock launchers made before install() need stock's type
+            fill = getattr(self._stock, "fill_tma_descriptor_tiled", None) or self._stock.fill_tma_descriptor
+            return fill(global_address, swizzle, elem_size, elem_type, block_size, shape, strides, padding)
         return encode_tiled(global_address, swizzle, elem_size, elem_type, block_size, shape,
                             strides, padding, clear_bit21=triton_version() >= (3, 7))
 

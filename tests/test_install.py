@@ -1,0 +1,170 @@
+"""install()/uninstall(), LAUNCHER_INSTALL=1, the stock fallback, and no compiler at run time
+(CPU: everything short of a launch, which tests/test_gpu.py covers on the H200)."""
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+import launcher
+from conftest import compile_cpu
+from launcher import CudaLauncher
+
+import kernels as K
+
+ADD_SIG = (("x_ptr", "*fp32"), ("y_ptr", "*fp32"), ("out_ptr", "*fp32"), ("n", "i32"), ("BLOCK", "constexpr"))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def clean():
+    launcher.uninstall()
+    yield
+    launcher.uninstall()
+
+
+def test_install_swaps_triton_driver_classes_and_uninstall_restores(clean):
+    from triton.backends.nvidia import driver as nv
+
+    stock_launcher, stock_utils = nv.CudaLauncher, nv.CudaUtils
+    launcher.install()
+    assert nv.CudaLauncher is CudaLauncher
+    utils = nv.CudaUtils()  # what CudaDriver.__init__ calls
+    assert type(utils).__module__ == "launcher.utils"
+    assert utils.load_binary.__func__ is launcher.utils.CudaUtils.load_binary
+    launcher.install()  # idempotent
+    launcher.uninstall()
+    assert nv.CudaLauncher is stock_launcher and nv.CudaUtils is stock_utils
+    assert CudaLauncher.stock_launcher_cls is None
+
+
+def test_context_manager_restores(clean):
+    from triton.backends.nvidia import driver as nv
+
+    with launcher.installed():
+        assert launcher.is_installed() and nv.CudaLauncher is CudaLauncher
+    assert not launcher.is_installed() and nv.CudaLauncher is not CudaLauncher
+
+
+def test_fence_policy_is_validated(clean, monkeypatch):
+    monkeypatch.setenv("LAUNCHER_FENCE_CHECK", "loud")
+    with pytest.raises(ValueError, match="LAUNCHER_FENCE_CHECK must be one of off, warn, error"):
+        launcher.install()
+    assert not launcher.is_installed()
+
+
+def test_fence_hook_is_added_to_the_load_hook_chain_and_removed(clean):
+    from triton import knobs
+
+    launcher.install(fence_check="error")
+    chain = knobs.runtime.kernel_load_start_hook
+    ours = [h for h in chain.calls if type(h).__name__ == "FenceCheckHook"]
+    assert len(ours) == 1 and ours[0].policy == "error"
+    launcher.uninstall()
+    assert not [h for h in chain.calls if type(h).__name__ == "FenceCheckHook"]
+
+
+def test_no_compiler_needed_to_build_launchers_and_utils(clean, no_compiler):
+    """With PATH holding no compiler and Triton's build step made to fail, everything Triton's
+    NVIDIA driver needs from us up to a launch is there."""
+    from triton.backends.nvidia import driver as nv
+
+    ck = compile_cpu(K.add_kernel, ADD_SIG, (("BLOCK", 128),))
+    launcher.install()
+    utils = nv.CudaUtils()
+    fill = utils.fill_tma_descriptor if hasattr(utils, "fill_tma_descriptor") else utils.fill_tma_descriptor_tiled
+    assert callable(fill) and callable(utils.load_binary) and callable(utils.get_device_properties)
+    run = nv.CudaLauncher(ck.src, ck.metadata)
+    assert isinstance(run, CudaLauncher)
+    out = run.dry_run(1, 1, 1, 0, 0, (4, 1, 0), None, None, None, 0x1000, 0x2000, 0x3000, 77, 128)
+    assert out[3] == (77).to_bytes(4, "little")
+
+
+def test_import_and_build_in_a_process_without_compiler(tmp_path):
+    """`import launcher` and building a launcher work in a fresh process with no compiler on PATH."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    script = (
+        "import shutil, sys; assert shutil.which('gcc') is None and shutil.which('cc') is None\n"
+        "import launcher, triton.runtime.build as b\n"
+        "def refuse(*a, **k): raise SystemExit('Triton tried to compile C')\n"
+        "b._build = refuse\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "from conftest import compile_cpu; import kernels as K\n"
+        f"ck = compile_cpu(K.add_kernel, {ADD_SIG!r}, (('BLOCK', 64),))\n"
+        "launcher.install()\n"
+        "from triton.backends.nvidia import driver as nv\n"
+        "run = nv.CudaLauncher(ck.src, ck.metadata)\n"
+        "print(type(run).__name__, len(run.plan.params))\n")
+    env = dict(os.environ, PATH=str(bindir))
+    env.pop("CC", None)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "CudaLauncher[add_kernel] 6"
+
+
+def test_launcher_install_env_hook(tmp_path):
+    """LAUNCHER_INSTALL=1 with our .pth in a site dir: Triton is patched right after import."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "launcher-autoinstall.pth").write_text(open(os.path.join(ROOT, "launcher-autoinstall.pth")).read())
+    script = ("import site, sys; site.addsitedir(sys.argv[1])\n"
+              "assert 'launcher' not in sys.modules or True\n"
+              "import triton\n"
+              "from triton.backends.nvidia import driver as nv\n"
+              "print(nv.CudaLauncher.__module__)\n")
+    for value, expected in (("1", "launcher.cuda_launcher"), ("", "triton.backends.nvidia.driver")):
+        env = dict(os.environ, LAUNCHER_INSTALL=value)
+        proc = subprocess.run([sys.executable, "-c", script, str(site)], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip().splitlines()[-1] == expected
+
+
+class RecordingStock:
+    made = []
+
+    def __init__(self, src, metadata):
+        RecordingStock.made.append(metadata.name)
+
+
+def test_unsupported_kernels_go_to_the_stock_launcher(clean):
+    ck = compile_cpu(K.add_kernel, ADD_SIG, (("BLOCK", 256),))
+    gsan_md = ck.metadata._replace(instrumentation_mode="gsan")
+    CudaLauncher.stock_launcher_cls = RecordingStock
+    try:
+        run = CudaLauncher(ck.src, gsan_md)
+        assert isinstance(run, RecordingStock) and RecordingStock.made == ["add_kernel"]
+        src = types.SimpleNamespace(signature={"x": "fp8e5"})
+        assert isinstance(CudaLauncher(src, ck.metadata), RecordingStock)
+    finally:
+        CudaLauncher.stock_launcher_cls = None
+    with pytest.raises(launcher.UnsupportedKernel, match="gsan instrumentation is not supported"):
+        CudaLauncher(ck.src, gsan_md)
+
+
+def test_a_launch_without_a_driver_is_a_clear_error():
+    from launcher import driver
+
+    try:
+        driver.ensure_driver()
+    except launcher.CudaDriverNotFound:
+        pass
+    else:
+        pytest.skip("this machine has a CUDA driver")
+    ck = compile_cpu(K.add_kernel, ADD_SIG, (("BLOCK", 128),))
+    run = CudaLauncher(ck.src, ck.metadata)
+    with pytest.raises(launcher.CudaDriverNotFound, match="the CUDA driver was not found"):
+        run(1, 1, 1, 0, 0, (4, 1, 0), None, None, None, 0x1000, 0x2000, 0x3000, 1, 128)
+
+
+def test_new_signature_builds_without_touching_the_driver():
+    from launcher import cuda_launcher
+
+    cuda_launcher._classes.clear()
+    ck = compile_cpu(K.tuple_kernel, K.TUPLE_SIGNATURE, K.TUPLE_CONSTEXPRS)
+    run = CudaLauncher(ck.src, ck.metadata)
+    assert "dry_run" not in type(run).__dict__ and "_dry_run_fn" not in type(run).__dict__
+    run.dry_run(1, 1, 1, 0, 0, (4, 1, 0), None, None, None, 0, (0, 16, 3), ((0, 1), (5, 0.5)), 2, 1.0)
+    assert "_dry_run_fn" in type(run).__dict__  # generated on first use
