@@ -67,7 +67,7 @@ class _StockUtilsAfterUninstall:
         self._stock = None
 
     def _get(self):
-        if self._stock is None:
+        if self._stock is None:  # the module global is stock again: the normal singleton
             self._stock = self._stock_cls()
         return self._stock
 

@@ -133,14 +133,23 @@ class CudaUtils:
         return encode_tiled(global_address, swizzle, elem_size, elem_type, block_size, shape,
                             strides, padding, clear_bit21=triton_version() >= (3, 7))
 
-    # -- everything else: the stock module (compiled on first use, as Triton would) --
+    # -- what only the stock module has: compiled on first use, as Triton would --
+    STOCK_ONLY = frozenset({"launch", "build_signature_metadata", "fill_tma_descriptor_im2col"})
+
     def __getattr__(self, name):
-        if name.startswith("__") or self._stock_cls is None:
-            raise AttributeError(name)
+        if name not in self.STOCK_ONLY or self._stock_cls is None:
+            raise AttributeError(f"launcher's CudaUtils has no {name!r}")
+        return getattr(self.stock(), name)
+
+    def stock(self):
+        """Triton's own CudaUtils (compiling driver.c, as Triton does, on first use)."""
         with self._stock_lock:
             if self._stock is None:
-                self._stock = self._stock_cls()
-        return getattr(self._stock, name)
+                # Not stock_cls(): its __new__ names the module global we replaced.
+                obj = object.__new__(self._stock_cls)
+                self._stock_cls.__init__(obj)
+                self._stock = obj
+        return self._stock
 
 
 PyCUtensorMap = TensorMap

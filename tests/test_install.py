@@ -75,6 +75,7 @@ def test_no_compiler_needed_to_build_launchers_and_utils(clean, no_compiler):
     utils = nv.CudaUtils()
     fill = utils.fill_tma_descriptor if hasattr(utils, "fill_tma_descriptor") else utils.fill_tma_descriptor_tiled
     assert callable(fill) and callable(utils.load_binary) and callable(utils.get_device_properties)
+    assert not hasattr(utils, "no_such_function")  # probing never compiles the stock module
     run = nv.CudaLauncher(ck.src, ck.metadata)
     assert isinstance(run, CudaLauncher)
     out = run.dry_run(1, 1, 1, 0, 0, (4, 1, 0), None, None, None, 0x1000, 0x2000, 0x3000, 77, 128)
