@@ -1,5 +1,4 @@
-"""Shared test setup: the `gpu` marker and Triton compiles on the CPU."""
-import functools
+"""Shared test setup: the `gpu` marker and a fixture for a PATH with no C compiler."""
 import os
 import shutil
 
@@ -26,17 +25,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
-
-
-@functools.lru_cache(maxsize=None)
-def compile_cpu(fn, signature: tuple, constexprs: tuple = (), arch: int = 90, **options):
-    """triton.compile for an NVIDIA target without a GPU (cached per test session)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    src = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
-    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(options) or None)
 
 
 @pytest.fixture

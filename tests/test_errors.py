@@ -2,7 +2,7 @@
 driver call (the dry-run entry reaches no driver, and the hooks record whether they ran)."""
 import pytest
 
-from conftest import compile_cpu
+from triton_compile import compile_cpu
 from launcher import CudaLauncher
 from test_packing import BASE, FakeTensor, typical
 

@@ -8,7 +8,7 @@ import types
 import pytest
 
 import launcher
-from conftest import compile_cpu
+from triton_compile import compile_cpu
 from launcher import CudaLauncher
 
 import kernels as K
@@ -92,7 +92,7 @@ def test_import_and_build_in_a_process_without_compiler(tmp_path):
         "def refuse(*a, **k): raise SystemExit('Triton tried to compile C')\n"
         "b._build = refuse\n"
         f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
-        "from conftest import compile_cpu; import kernels as K\n"
+        "from triton_compile import compile_cpu; import kernels as K\n"
         f"ck = compile_cpu(K.add_kernel, {ADD_SIG!r}, (('BLOCK', 64),))\n"
         "launcher.install()\n"
         "from triton.backends.nvidia import driver as nv\n"

@@ -4,7 +4,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import compile_cpu
+from triton_compile import compile_cpu
 from launcher import CudaLauncher
 from launcher.signature import INT_RANGES
 from reference_packer import reference_bytes

@@ -1,7 +1,7 @@
 """Signature planning against real Triton-compiled kernels (compiled on the CPU for sm_90)."""
 import pytest
 
-from conftest import compile_cpu
+from triton_compile import compile_cpu
 from launcher import CudaLauncher
 from launcher.signature import POINTER, TENSORMAP, UnsupportedSignature, plan_signature
 from launcher.versions import triton_version

@@ -1,0 +1,13 @@
+"""Triton compiles on the CPU for the tests (no GPU needed)."""
+import functools
+
+
+@functools.lru_cache(maxsize=None)
+def compile_cpu(fn, signature: tuple, constexprs: tuple = (), arch: int = 90, **options):
+    """triton.compile for an NVIDIA target without a GPU (cached per test session)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    src = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(options) or None)
