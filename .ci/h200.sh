@@ -17,5 +17,7 @@ if [ -z "$K" ] || [ -n "${LAUNCHER_RUN_DEMO:-}" ]; then
   python3 -m launcher demo 2>&1 | tee "$OUT/demo.txt"
 fi
 if [ -n "${LAUNCHER_RUN_BENCH:-}" ]; then
-  python3 -m launcher bench --out "$OUT" 2>&1 | tail -80 | tee "$OUT/bench.log"
+  python3 -m launcher bench --out "$OUT" > "$OUT/bench.log" 2>&1
+  tail -60 "$OUT/bench.log"
+  python3 bench/quick_profile.py > "$OUT/profile.txt" 2>&1
 fi
