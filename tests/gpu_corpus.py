@@ -200,6 +200,9 @@ def clear_jit_caches():
 def main():
     import launcher
 
+    rank = os.environ.get("LOCAL_RANK")
+    if rank is not None:  # started by torchrun: one GPU per process
+        torch.cuda.set_device(int(rank))
     launcher.install()
     failed = 0
     for name, case in CASES.items():
@@ -211,7 +214,8 @@ def main():
     from triton.runtime.driver import driver
 
     print("launcher_cls:", driver.active.launcher_cls.__module__, "utils:", type(driver.active.utils).__module__)
-    print(f"{len(CASES)} cases, {failed} failed")
+    print(f"{'rank ' + rank + ' on cuda:' + str(torch.cuda.current_device()) + ': ' if rank else ''}"
+          f"{len(CASES)} cases, {failed} failed")
     return 1 if failed else 0
 
 

@@ -257,6 +257,18 @@ def test_second_device_gets_its_own_module(corpus):
     corpus.clear_jit_caches()
 
 
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_torchrun_two_processes_one_gpu_each(tmp_path):
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+                           os.path.join(HERE, "gpu_corpus.py")], env=env, capture_output=True, text=True,
+                          timeout=900)
+    print(proc.stdout[-3000:], proc.stderr[-3000:])
+    assert proc.returncode == 0
+    for rank in (0, 1):
+        assert f"rank {rank} on cuda:{rank}: " in proc.stdout and proc.stdout.count(" 0 failed") == 2
+
+
 def test_have_gcc_here():
     """Stock Triton 3.6 needs gcc for the comparison runs above (and we do not)."""
     assert shutil.which("gcc") or shutil.which("cc")
