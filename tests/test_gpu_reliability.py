@@ -109,8 +109,9 @@ import kernels as K
 launcher.install()
 sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
 ck = triton.compile(triton.compiler.ASTSource(fn=K.add_kernel, signature=sig, constexprs={"BLOCK": 1024}))
-out = torch.zeros(1024, device="cuda")
-ck[(1, 1, 1)](out, out, 4096, 1024, 1024)  # an int "pointer" to address 4096: faults
+x = torch.zeros(1024, device="cuda")
+n = 1 << 30  # far past the end of x: the kernel reads and writes unmapped memory
+ck[(n // 1024, 1, 1)](x, x, x, n, 1024)
 try:
     torch.cuda.synchronize()
 except Exception as e:
@@ -122,13 +123,22 @@ sys.exit(1)
 
 
 def test_a_faulting_kernel_surfaces_at_the_next_synchronisation():
-    """Int pointers are not checked (as in Triton): a bad one faults inside the kernel, and the
-    error appears at the next synchronisation. The context is unusable after that (a driver
-    rule), so this runs in its own process."""
+    """A kernel that indexes past its buffers faults on the device; the error appears at the
+    next synchronisation. The context is unusable after that (a driver rule), so this runs in
+    its own process."""
     proc = subprocess.run([sys.executable, "-c", FAULT_SCRIPT, HERE], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     assert "FAULT SURFACED" in proc.stdout and "illegal" in proc.stdout.lower()
+
+
+def test_int_pointers_are_checked_too(add_kernel):
+    """Triton passes int pointers unchecked; we ask the driver, so a stray int is an error, not a fault."""
+    ck = add_kernel
+    x = torch.zeros(N, device="cuda")
+    with pytest.raises(ValueError, match="parameter 'out_ptr': the pointer cannot be accessed"):
+        ck.run(1, 1, 1, 0, ck.function, ck.packed_metadata, None, None, None, x, x, 4096, N, 1024)
+    torch.cuda.synchronize()
 
 
 def _rss_kib():
