@@ -50,17 +50,16 @@ def unsupported_reason(metadata) -> str | None:
 
 
 class _Generated:
-    """The source and namespace of one signature's launch function."""
+    """The source and namespace of one signature's generated function.
 
-    # What the generated function does after packing: launch, write the kernel's parameter bytes
-    # out instead of launching (dry run), or return the packed buffer (for bind()).
-    MODES = ("launch", "dry_run", "pack")
+    mode says what it does after packing: "launch"; "dry_run" (write the bytes each kernel
+    parameter would receive instead of launching); "pack" (return the packed buffer, for bind()).
+    """
 
     def __init__(self, plan: ArgPlan, metadata, mode: str):
         self.plan = plan
         self.lines = []
         self.ns = {}
-        self.n_values = 0
         self.values = []
         self.mode = mode
         self.metadata = metadata
