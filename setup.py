@@ -1,6 +1,7 @@
 # The cffi extension is declared here because `cffi_modules` is a setup() keyword, and the
-# `LAUNCHER_INSTALL=1` hook is a .pth file that must land at the top of site-packages (as a data
-# file, so that editable installs get it too); everything else is in pyproject.toml.
+# `LAUNCHER_INSTALL=1` hook is a .pth file that must land at the top of site-packages (a data
+# file of the wheel; editable installs do not install data files, so they go without it).
+# Everything else is in pyproject.toml.
 import os
 import sys
 import sysconfig

@@ -138,16 +138,19 @@ int launcher_driver_init(void) {
     return cu.status;
 }
 
+/* These work once libcuda.so.1 is open, even when cuInit itself failed (to say why). */
 const char *launcher_error_name(int code) {
     const char *s = NULL;
-    if (launcher_driver_init() == 0 && cu.cuGetErrorName(code, &s) == CUDA_SUCCESS)
+    launcher_driver_init();
+    if (cu.cuGetErrorName && cu.cuGetErrorName(code, &s) == CUDA_SUCCESS)
         return s;
     return NULL;
 }
 
 const char *launcher_error_string(int code) {
     const char *s = NULL;
-    if (launcher_driver_init() == 0 && cu.cuGetErrorString(code, &s) == CUDA_SUCCESS)
+    launcher_driver_init();
+    if (cu.cuGetErrorString && cu.cuGetErrorString(code, &s) == CUDA_SUCCESS)
         return s;
     return NULL;
 }
@@ -248,7 +251,7 @@ static CUresult check_pointer(CUcontext ctx, uint64_t *ptr) {
 /* ---- the launch ---- */
 #define INLINE_PARAMS 256
 #define INLINE_BYTES 4096
-#define MAX_PARAM_BYTES 32768 /* CUDA 12.1+ allows 32764 bytes of kernel parameters */
+#define MAX_PARAM_BYTES 32764 /* CUDA 12.1+ allows 32764 bytes of kernel parameters */
 
 typedef struct {
     _Alignas(128) unsigned char bytes[INLINE_BYTES];
@@ -270,7 +273,7 @@ static int launch_impl(const launcher_plan *plan, const char *args, char *dry_ru
     int grid_x = h.grid_x, grid_y = h.grid_y, grid_z = h.grid_z;
     unsigned int num_warps = h.num_warps, num_ctas = h.num_ctas, shared_memory = h.shared_memory;
     int n = plan->n_params, size = plan->args_size;
-    if (size > MAX_PARAM_BYTES)
+    if (size - (int)sizeof(launch_header) > MAX_PARAM_BYTES)
         return LAUNCHER_ERROR_TOO_LARGE;
     if (!dry_run_out) {
         int rc = launcher_driver_init();
@@ -320,8 +323,8 @@ static int launch_impl(const launcher_plan *plan, const char *args, char *dry_ru
             goto done;
         }
     }
-    if ((int64_t)grid_x * grid_y * grid_z <= 0)
-        goto done; /* nothing to launch, as in Triton */
+    if (grid_x <= 0 || grid_y <= 0 || grid_z <= 0)
+        goto done; /* nothing to launch, as in Triton (decided per axis: no overflowing product) */
 
     CUlaunchAttribute attrs[5]; /* at most all five at once; only the used ones are set */
     unsigned int n_attrs = 0;

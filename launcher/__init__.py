@@ -7,17 +7,28 @@
 
 Importing this package needs neither a GPU nor Triton; the CUDA driver is opened on first use.
 """
-from launcher.cuda_launcher import CudaLauncher
+from launcher.cuda_launcher import BoundLaunch, CudaLauncher
 from launcher.driver import CudaDriverNotFound, CudaError
 from launcher.errors import UnsupportedKernel
 from launcher.install import install, installed, is_installed, module_cache, uninstall
 from launcher.modules import ModuleCache, SharedMemoryError
 from launcher.tensormap import TensorMap
 
+
+def clear_pointer_cache() -> None:
+    """Forget the device memory ranges that pointer checks remember (in every thread).
+
+    Tensors keep their memory alive, so their pointers are always checked correctly. An int
+    address into memory freed after it was last checked (cudaFree, torch.cuda.empty_cache())
+    can still pass until this is called; Triton itself does not check int addresses at all."""
+    from launcher import driver
+
+    driver.native()[1].launcher_pointer_cache_clear()
+
 __version__ = "0.1.0"
 
 __all__ = [
-    "CudaLauncher", "CudaError", "CudaDriverNotFound", "ModuleCache", "SharedMemoryError",
+    "BoundLaunch", "CudaLauncher", "CudaError", "clear_pointer_cache", "CudaDriverNotFound", "ModuleCache", "SharedMemoryError",
     "TensorMap", "UnsupportedKernel", "install", "installed", "is_installed", "module_cache",
     "uninstall",
 ]

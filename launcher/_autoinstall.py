@@ -19,16 +19,30 @@ def _install():
 
 
 class _InstallAfterTritonImport(importlib.abc.MetaPathFinder):
+    """Wraps the loader of `triton` so that install() runs once its import has finished.
+
+    It stays armed through mere look-ups (importlib.util.find_spec("triton") to probe for
+    Triton) and disarms when Triton's module actually executes."""
+
+    def __init__(self):
+        self._finding = False
+
     def find_spec(self, name, path=None, target=None):
-        if name != "triton":
+        if name != "triton" or self._finding:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        self._finding = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self._finding = False
         if spec is None or spec.loader is None:
             return spec
         exec_module = spec.loader.exec_module
+        finder = self
 
         def exec_then_install(module):
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
             exec_module(module)
             _install()
 

@@ -19,8 +19,9 @@ class CudaError(RuntimeError):
         self.code = int(code)
         self.name = name or f"CUresult {self.code}"
         self.text = text or "unknown error"
-        where = f"{context}: " if context else ""
-        super().__init__(f"{where}{self.name}: {self.text}")
+        # Starts like Triton's own message, so code matching on that keeps working.
+        where = f"; {context}" if context else ""
+        super().__init__(f"Triton Error [CUDA]: {self.text} ({self.name}{where})")
 
 
 class CudaDriverNotFound(CudaError):

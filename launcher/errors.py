@@ -47,9 +47,12 @@ def _check_pointer(plan, name, ty, value):
     what = sig.describe_type(ty)
     if value is None:
         return
-    if isinstance(value, int):
+    if type(value) is int:
         _as_int(plan, name, value, what, _U64)
         return
+    if isinstance(value, int):  # bool, IntEnum...: almost certainly a mistake for an address
+        raise TypeError(f"{_where(plan, name)} expects {what}, got {_typename(value)} "
+                        f"(pass int({value!r}) for an address)")
     data_ptr = getattr(value, "data_ptr", None)
     if data_ptr is None or not callable(data_ptr):
         raise TypeError(f"{_where(plan, name)} expects {what}, got {_typename(value)}")

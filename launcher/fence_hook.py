@@ -34,7 +34,12 @@ class FenceCheckHook:
             known = kernel_hash in self._seen
             error = self._seen.get(kernel_hash)
         if not known:
-            report = fence.check_metadata_group(metadata_group or {}, name)
+            try:
+                report = fence.check_metadata_group(metadata_group or {}, name)
+            except Exception as e:  # an unreadable cache entry must not stop the kernel loading
+                log.warning("fence check of %r failed (%s: %s); the kernel is loaded unchecked",
+                            name, type(e).__name__, e)
+                report = None
             error = None
             if report is None:
                 if not self._said_no_ptx:

@@ -59,12 +59,13 @@ def _existing_drivers(nv):
 
 
 class _StockUtilsAfterUninstall:
-    """Stock CudaUtils, created on first use, that still lets our cache own its modules."""
+    """Stock CudaUtils (the one a driver had, or one made on first use) that still lets our
+    cache own the modules it loaded: their holders release them through the cache."""
 
-    def __init__(self, stock_cls, cache: ModuleCache):
+    def __init__(self, stock_cls, cache: ModuleCache, stock=None):
         self._stock_cls = stock_cls
         self._cache = cache
-        self._stock = None
+        self._stock = stock
 
     def _get(self):
         if self._stock is None:  # the module global is stock again: the normal singleton
@@ -91,7 +92,8 @@ def install(*, fence_check: str | None = None) -> None:
     with _lock:
         policy = _fence_policy(fence_check)
         if _state:
-            _state["fence"].policy = policy
+            if fence_check is not None:
+                _state["fence"].policy = policy
             return
         if not versions.is_supported():
             lo, hi = versions.SUPPORTED
@@ -140,13 +142,15 @@ def uninstall() -> None:
 
         for k, v in _state["saved_module"].items():
             setattr(nv, k, v)
-        stock_utils = _StockUtilsAfterUninstall(_state["saved_module"]["CudaUtils"], module_cache())
+        stock_cls, cache = _state["saved_module"]["CudaUtils"], module_cache()
+        new_drivers_utils = _StockUtilsAfterUninstall(stock_cls, cache)
         saved = {id(d): (u, lc) for d, u, lc in _state["saved_drivers"]}
         for d in _existing_drivers(nv):
             if id(d) in saved:  # made before install(): back to what it had
-                d.utils, d.launcher_cls = saved[id(d)]
+                utils, d.launcher_cls = saved[id(d)]
+                d.utils = _StockUtilsAfterUninstall(stock_cls, cache, stock=utils)
             elif d.utils is _state["utils"]:  # made while installed
-                d.utils = stock_utils
+                d.utils = new_drivers_utils
                 d.launcher_cls = _state["saved_module"]["CudaLauncher"]
         _remove_load_hook(knobs, _state["fence"])
         CudaLauncher.stock_launcher_cls = None
@@ -157,12 +161,15 @@ def uninstall() -> None:
 def installed(*, fence_check: str | None = None):
     """`with launcher.installed(): ...` — install for the block, then restore what was there."""
     was = is_installed()
+    policy = _state["fence"].policy if was else None
     install(fence_check=fence_check)
     try:
         yield
     finally:
         if not was:
             uninstall()
+        elif _state:
+            _state["fence"].policy = policy
 
 
 def _add_load_hook(knobs, hook) -> None:

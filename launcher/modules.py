@@ -33,6 +33,24 @@ def _default_capacity() -> int:
         raise ValueError(f"LAUNCHER_MODULE_CACHE_SIZE must be a non-negative int, got {value!r}") from None
 
 
+def max_shared_memory(device: int) -> int:
+    """Shared memory a block may use on `device`: the opt-in maximum, or on sm_107 with
+    Triton 3.8+ the oversized maximum (Triton's get_device_properties()["max_shared_mem"])."""
+    from launcher.versions import triton_version
+
+    cu = driver.cu()
+    A = cu.CUdevice_attribute
+    dev = driver.check(cu.cuDeviceGet(device), f"cuDeviceGet({device})")
+
+    def attr(a):
+        return driver.check(cu.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute")
+
+    cc = (attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+    if cc == (10, 7) and triton_version() >= (3, 8):
+        return attr(A(150))  # CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK
+    return attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+
+
 class SharedMemoryError(ValueError):
     """A kernel asks for more shared memory than the device can give a block."""
 
@@ -123,17 +141,18 @@ class ModuleCache:
                 collision = key in self._entries  # same hash, different cubin: load, don't cache
             try:
                 entry = self._load(key, name, kernel, shared)
-            finally:
+            except BaseException:
                 with self._lock:
                     self._key_locks.pop(key, None)
-            if collision:
-                return entry.result()
-            with self._lock:
-                entry.refs = 1
-                self._entries[key] = entry
-                self._by_module[entry.module] = entry
+                raise
+            with self._lock:  # publish the entry and drop the key lock together
+                self._key_locks.pop(key, None)
                 self.stats.loads += 1
-                self._update_stats_locked()
+                if not collision:
+                    entry.refs = 1
+                    self._entries[key] = entry
+                    self._by_module[entry.module] = entry
+                    self._update_stats_locked()
             return entry.result()
 
     def unload_module(self, module: int) -> bool:
@@ -228,10 +247,11 @@ class ModuleCache:
         optin = driver.check(cu.cuDeviceGetAttribute(
             cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
             "cuDeviceGetAttribute")
-        if shared > optin:
+        limit = max_shared_memory(int(dev))
+        if shared > limit:
             raise SharedMemoryError(
                 f"kernel {name!r} needs {shared} bytes of shared memory; device {int(dev)} "
-                f"allows at most {optin} per block")
+                f"allows at most {limit} per block")
         mod = driver.check(cu.cuModuleLoadData(kernel), f"loading kernel {name!r} (cuModuleLoadData)")
         try:
             fn = driver.check(cu.cuModuleGetFunction(mod, name.encode()), f"cuModuleGetFunction({name!r})")

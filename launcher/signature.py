@@ -21,6 +21,7 @@ VALUE, POINTER, TENSORMAP = 0, 1, 2
 # function, stream, grid x/y/z, num_warps, num_ctas, shared memory bytes, 4 reserved bytes.
 HEADER_FORMAT = "QQiiiHHI4x"
 HEADER_SIZE = struct.calcsize("<" + HEADER_FORMAT)
+MAX_PARAM_BYTES = 32764  # kernel parameter space since CUDA 12.1 (MAX_PARAM_BYTES in launcher.c)
 
 # Scalar types: struct code, storage size and alignment, bytes the kernel reads, and at which
 # offset within the storage. bf16 is packed as fp32 and the kernel reads its upper half, which
@@ -199,7 +200,11 @@ def plan_signature(kernel: str, names, types, tensordesc_meta=None, *, tf32_flag
     layout.scalar("<global scratch>", "*i8")
     layout.scalar("<profile scratch>", "*i8")
     fmt = "<" + "".join(layout.format)
-    return ArgPlan(kernel, args, layout.params, fmt, struct.calcsize(fmt))
+    size = struct.calcsize(fmt)
+    if size - HEADER_SIZE > MAX_PARAM_BYTES:
+        raise ValueError(f"kernel {kernel!r} takes {size - HEADER_SIZE} bytes of parameters; "
+                         f"CUDA allows at most {MAX_PARAM_BYTES}")
+    return ArgPlan(kernel, args, layout.params, fmt, size)
 
 
 def describe_type(ty) -> str:

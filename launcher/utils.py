@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 
 from launcher import driver
-from launcher.modules import ModuleCache, current_context
+from launcher.modules import ModuleCache, current_context, max_shared_memory
 from launcher.tensormap import TensorMap, encode_tiled
 from launcher.versions import triton_version
 
@@ -51,13 +51,8 @@ class CudaUtils:
         def attr(a):
             return driver.check(cu.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute")
 
-        major, minor = attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-        if (major, minor) == (10, 7) and triton_version() >= (3, 8):
-            max_shared = attr(A(150))  # CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK
-        else:
-            max_shared = attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         return {
-            "max_shared_mem": max_shared,
+            "max_shared_mem": max_shared_memory(device),
             "max_num_regs": attr(A.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK),
             "multiprocessor_count": attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
             "warpSize": attr(A.CU_DEVICE_ATTRIBUTE_WARP_SIZE),

@@ -88,6 +88,7 @@ def test_bad_scalars(scalars, ty, value, exc, match):
 
 @pytest.mark.parametrize("value,exc,match", [
     ("cpu", TypeError, "'out' expects a tensor.*got str"),
+    (True, TypeError, r"'out' expects a tensor.*got bool \(pass int\(True\) for an address\)"),
     (-1, OverflowError, "'out'.*out of range"),
     (2**64, OverflowError, "'out'"),
     (1.0, TypeError, "'out'.*got float"),

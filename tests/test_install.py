@@ -169,3 +169,35 @@ def test_new_signature_builds_without_touching_the_driver():
     assert "dry_run" not in type(run).__dict__ and "_dry_run_fn" not in type(run).__dict__
     run.dry_run(1, 1, 1, 0, 0, (4, 1, 0), None, None, None, 0, (0, 16, 3), ((0, 1), (5, 0.5)), 2, 1.0)
     assert "_dry_run_fn" in type(run).__dict__  # generated on first use
+
+
+def test_installed_block_keeps_the_outer_fence_policy(clean):
+    launcher.install(fence_check="error")
+    with launcher.installed():
+        with launcher.installed(fence_check="off"):
+            pass
+    state = sys.modules["launcher.install"]._state  # the module (the package's `install` is the function)
+    assert state["fence"].policy == "error"
+
+
+def test_env_hook_survives_a_find_spec_probe(tmp_path):
+    """Libraries probe with importlib.util.find_spec("triton"); the hook must stay armed."""
+    script = ("import importlib.util, sys\n"
+              "import launcher._autoinstall\n"
+              "assert importlib.util.find_spec('triton') is not None\n"
+              "import triton, launcher\n"
+              "print(launcher.is_installed())\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_fence_check_failure_never_stops_a_load_in_warn_mode(tmp_path, caplog):
+    from launcher.fence_hook import FenceCheckHook
+
+    bad = tmp_path / "k.ptx"
+    bad.write_bytes(b"\xff\xfe not utf-8")
+    hook = FenceCheckHook("warn")
+    hook(None, None, "k", {"k.ptx": str(bad)}, "hash1")  # must not raise
+    hook(None, None, "k", {"k.ptx": str(tmp_path / "missing.ptx")}, "hash2")
+    assert "loaded unchecked" in caplog.text

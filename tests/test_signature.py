@@ -93,6 +93,12 @@ def test_unknown_type_and_im2col_are_unsupported():
         plan_signature("k", ["d"], ["tensordesc_im2col<fp16[64, 64],input_rank=4>"], [{}])
 
 
+def test_parameter_space_is_limited_to_what_cuda_allows():
+    plan_signature("k", [f"a{i}" for i in range(4093)], ["i64"] * 4093)  # 32744 + 16 scratch bytes
+    with pytest.raises(ValueError, match=r"kernel 'k' takes 32768 bytes of parameters; CUDA allows at most 32764"):
+        plan_signature("k", [f"a{i}" for i in range(4094)], ["i64"] * 4094)
+
+
 def test_descriptor_count_must_match_metadata():
     with pytest.raises(UnsupportedSignature, match="2 tensordesc_meta entries for 1"):
         plan_signature("k", ["d"], ["tensordesc<fp16[16, 16]>"], [{}, {}])
