@@ -11,8 +11,8 @@ parameter (scalar bytes from tests/reference_packer.py), then the two scratch po
 """
 from __future__ import annotations
 
+import functools
 import math
-import struct
 import types
 from dataclasses import dataclass
 
@@ -43,8 +43,9 @@ SCALAR_TYPES = INT_TYPES + FLOAT_TYPES
 FP16_OVERFLOW = 65520.0  # 65504 + half an ulp (32 / 2 = 16)
 FP32_OVERFLOW = 2.0**128 - 2.0**103  # FLT_MAX + half an ulp (2**104 / 2)
 
-# constexpr appears several times so that it is drawn often, in and out of tuples.
-_LEAVES = SCALAR_TYPES + POINTER_TYPES + ("constexpr",) * 4
+# constexpr appears several times so that it is drawn often, in and out of tuples; () is an
+# empty tuple (no parameters, but the argument must still be an empty sequence).
+_LEAVES = SCALAR_TYPES + POINTER_TYPES + ("constexpr",) * 4 + ((),)
 
 
 def is_pointer(ty) -> bool:
@@ -53,10 +54,10 @@ def is_pointer(ty) -> bool:
 
 def arg_type(depth: int = 3):
     """One signature entry: a type string, or a tuple (up to 3 wide) nested up to `depth`."""
-    leaf = st.sampled_from(_LEAVES)
     if depth == 0:
-        return leaf
-    return st.one_of(leaf, st.lists(arg_type(depth - 1), max_size=3).map(tuple))
+        return st.sampled_from(_LEAVES[:-1])  # () would be one level deeper
+    leaf = st.sampled_from(_LEAVES)
+    return st.one_of(leaf, st.lists(arg_type(depth - 1), min_size=1, max_size=3).map(tuple))
 
 
 KERNEL_NAMES = ("add_kernel", "fused_attention", "_matmul_fwd", "k", "reduce_2d", "KernelX")
@@ -243,6 +244,8 @@ class IntSubclass(int):
         return f"IntSubclass({int(self)})"
 
 
+HUGE_INT = 10**5000  # too many digits for str() (Python's int_max_str_digits, 4300)
+
 EXCEPTIONS = (RuntimeError, ValueError, TypeError, KeyError, AttributeError, IndexError,
               OverflowError, ZeroDivisionError, NotImplementedError)
 
@@ -269,6 +272,7 @@ def _floats_that_fit(ty):
     )
 
 
+@functools.lru_cache(maxsize=None)
 def good_leaf(ty):
     if is_pointer(ty):
         ptr = st.integers(0, 2**64 - 1)
@@ -286,6 +290,9 @@ def good_leaf(ty):
     raise AssertionError(ty)
 
 
+# Strategies are cached per type: hypothesis validates a new strategy object on its first draw,
+# which costs far more than the draw itself.
+@functools.lru_cache(maxsize=None)
 def good_value(ty):
     if isinstance(ty, tuple):
         items = st.tuples(*[good_value(t) for t in ty])
@@ -294,11 +301,16 @@ def good_value(ty):
 
 
 def good_args(kernel: Kernel):
-    return st.tuples(*[good_value(t) for t in kernel.types]).map(list)
+    return _good_args(kernel.types)
+
+
+@functools.lru_cache(maxsize=4096)
+def _good_args(types_):
+    return st.tuples(*[good_value(t) for t in types_]).map(list)
 
 
 @st.composite
-def launch_bases(draw):
+def _launch_bases(draw):
     """(gridX, gridY, gridZ, stream, function, kernel_metadata): valid, else arbitrary."""
     grid = st.integers(0, 2**31 - 1) | st.integers(0, 4)
     return (draw(grid), draw(grid), draw(grid), draw(st.integers(0, 2**64 - 1)),
@@ -306,10 +318,18 @@ def launch_bases(draw):
             (draw(st.sampled_from([1, 4, 8])), 1, draw(st.integers(0, 232448))))
 
 
+LAUNCH_BASES = _launch_bases()
+
+
+def launch_bases():
+    return LAUNCH_BASES
+
+
 # --------------------------------------------------------------------------------------------
 # Arbitrary values (for the nothing-crashes property and for constexprs)
 
 
+@functools.lru_cache(maxsize=None)
 def anything():
     """A mix of Python objects, valid and not: what a caller might pass by mistake."""
     exc = st.sampled_from(EXCEPTIONS)
@@ -323,7 +343,10 @@ def anything():
         st.sampled_from([object(), object, int, len, Ellipsis, NotImplemented, range(3),
                          np.int64(3), np.uint64(2**64 - 1), np.float32(1.5), np.float64("nan"),
                          np.bool_(True), np.array([1, 2]), np.array(5), np.zeros((2, 2)),
-                         CpuTensor(), b"\x00" * 8, bytearray(b"ab"), "0x1000", "cuda:0"]),
+                         CpuTensor(), b"\x00" * 8, bytearray(b"ab"), "0x1000", "cuda:0",
+                         2**64, -1, 2**1024]),
+        # built, not sampled: hypothesis shows a strategy's elements, and str() fails on these
+        st.builds(lambda negative: -HUGE_INT if negative else HUGE_INT, st.booleans()),
         st.builds(FakeTensor, st.integers(-2**70, 2**70)),
         st.builds(RaisingTensor, exc),
         st.builds(GarbageTensor, st.sampled_from(["0x1000", 1.0, None, b"", [1], object()])),
@@ -355,7 +378,8 @@ class _NanFp16:
         if not isinstance(other, bytes) or len(other) != 2:
             return NotImplemented
         bits = int.from_bytes(other, "little")
-        return (bits & 0x7C00) == 0x7C00 and (bits & 0x3FF) != 0 and bool(bits >> 15) == self.negative
+        is_nan = (bits & 0x7C00) == 0x7C00 and (bits & 0x3FF) != 0
+        return is_nan and bool(bits >> 15) == self.negative
 
     def __repr__(self):
         return f"<fp16 NaN, {'-' if self.negative else '+'}>"

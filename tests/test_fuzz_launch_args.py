@@ -1,7 +1,8 @@
 """Fuzzing the launch path with generated signatures and arguments (issue 6, bad input).
 
 Hypothesis generates Triton-shaped signatures (every scalar type, pointers, nested tuples up to
-depth 3, constexprs in and out of tuples, 0-8 arguments, the three ways Triton names arguments)
+depth 3, empty tuples, constexprs in and out of tuples, 0-8 arguments, names from fn.arg_names,
+from the signature's keys or by position)
 as synthetic `src`/`metadata` objects (tests/fuzz_signatures.py; no Triton compile per case),
 and argument lists for them. Every call goes through `dry_run`: the real launch path (argument
 checks, packing, the C library) with the driver call replaced by writing out the kernel's
@@ -30,9 +31,12 @@ At least MIN_CALLS generated calls are made (counted in CALLS, checked by the la
 """
 from __future__ import annotations
 
+import collections
 import enum
+import functools
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -45,7 +49,8 @@ from fuzz_signatures import (BOOL_TYPES, FLOAT_TYPES, FP16_OVERFLOW, FP32_OVERFL
 from launcher import CudaLauncher
 
 MIN_CALLS = 10_000
-CALLS = {"good": 0, "bad": 0, "anything": 0}
+CALLS = {"good": 0, "bad": 0, "anything": 0, "pinned": 0}  # "pinned": the xfail tests
+STATS = collections.Counter()  # what was exercised, printed by the last test
 FUZZ_TESTS = {"test_good_calls_pack_like_the_reference", "test_bad_calls_name_the_parameter",
               "test_anything_anywhere_never_crashes"}
 _RAN = set()
@@ -59,8 +64,7 @@ FUZZ = dict(deadline=None, database=None, print_blob=True,
 # Known bugs in the package (at the commit this module was written against), each pinned by an
 # xfail test below. `known_bug` says whether a value at a place of a given type hits one.
 
-KNOWN_BUGS = {
-    "A": "an int subclass (bool, IntEnum, ...) for a pointer: AttributeError from the fast path",
+KNOWN_BUGS = {  # "A" (an int subclass for a pointer: AttributeError) was fixed in cf90de1
     "B": "an __index__ object equal to 0/1 for i1/u1: bare ValueError() without a message",
     "C": "__index__/__float__ raising a non-TypeError: the user's exception leaks, unnamed",
     "D": "an object == 0/1 whose __index__ is out of range, for i1/u1: packed unchecked",
@@ -68,17 +72,19 @@ KNOWN_BUGS = {
     "F": "data_ptr() returning a non-int with __index__ is accepted, but blamed when another "
          "argument is bad",
     "G": "reading the data_ptr attribute raising (a property): the exception leaks, unnamed",
+    "H": "an int over 4300 digits: the error message itself fails (int to str limit)",
 }
+HUGE_INT = F.HUGE_INT
 
 
 def known_bug(ty, value):
-    if INCLUDE_KNOWN_BUGS or isinstance(ty, tuple):
+    if INCLUDE_KNOWN_BUGS or isinstance(ty, tuple) or ty == "constexpr":
         return None
-    if is_pointer(ty):
-        if isinstance(value, int) and type(value) is not int and 0 <= value < 2**64:
-            return "A"
-        if isinstance(value, F.RaisingDataPtrAttribute) and value.exc is not AttributeError:
-            return "G"
+    if isinstance(value, int) and value.bit_length() > 14000:  # over 4300 decimal digits
+        return "H"
+    if is_pointer(ty) and isinstance(value, F.RaisingDataPtrAttribute) \
+            and value.exc is not AttributeError:
+        return "G"
     if ty in BOOL_TYPES and isinstance(value, IndexLike) and value.v in (0, 1):
         return "B"
     if ty in INT_RANGE and isinstance(value, F.RaisingIndex) and value.exc is not TypeError:
@@ -106,7 +112,8 @@ class Hooks:
 
 
 class RecordingAllocator:
-    """Stands in for triton.set_allocator / set_profile_allocator: records, returns a fake."""
+    """What triton.set_allocator (and _allocation.set_profile_allocator) install: records,
+    returns a fake buffer."""
 
     def __init__(self, base):
         self.base = base
@@ -128,7 +135,7 @@ def allocators():
     g, p = RecordingAllocator(0x7F00_0000_0000), RecordingAllocator(0x7E00_0000_0000)
     old_g, old_p = _allocation._allocator.get(), _allocation._profile_allocator.get()
     triton.set_allocator(g)
-    triton.set_profile_allocator(p)
+    _allocation.set_profile_allocator(p)
     yield g, p
     _allocation._allocator.set(old_g)
     _allocation._profile_allocator.set(old_p)
@@ -144,64 +151,101 @@ def launcher_for(kernel: F.Kernel):
     return launcher
 
 
-def dry_run(kernel, base, args, hooks, counter):
-    CALLS[counter] += 1
-    launch_md = {"launch": CALLS[counter]}
-    return launcher_for(kernel).dry_run(*base, launch_md, hooks.enter, hooks.exit, *args), launch_md
+class Outcome:
+    """One dry run: its output or exception, the hooks that ran, the scratch it allocated."""
+
+    def __init__(self, kernel, base, args, allocators, counter):
+        CALLS[counter] += 1
+        g, p = allocators
+        n_g, n_p = len(g.calls), len(p.calls)
+        self.hooks = Hooks()
+        self.launch_md = {"launch": CALLS[counter]}
+        self.out = self.error = None
+        try:
+            self.out = launcher_for(kernel).dry_run(*base, self.launch_md, self.hooks.enter,
+                                                    self.hooks.exit, *args)
+        except Exception as e:  # judged by the caller
+            self.error = e
+        self.allocations = (g.calls[n_g:], p.calls[n_p:])
+        self.scratch_ptrs = (g.ptrs[-1] if g.ptrs[n_g:] else 0, p.ptrs[-1] if p.ptrs[n_p:] else 0)
 
 
-def check_good(kernel, base, args, allocators, skip=None):
-    g, p = allocators
-    n_g, n_p = len(g.calls), len(p.calls)
-    hooks = Hooks()
-    out, launch_md = dry_run(kernel, base, args, hooks, "good" if skip is None else "anything")
-    assert hooks.calls == ["enter", "exit"] and hooks.md is launch_md
+def check_good(kernel, base, args, o: Outcome, skip=None):
+    """A successful call: both hooks ran, Triton's scratch allocations, reference bytes."""
+    if o.error is not None:
+        raise o.error
+    assert o.hooks.calls == ["enter", "exit"] and o.hooks.md is o.launch_md
     # Scratch: one allocation of grid * num_ctas * size bytes per launch (Triton's rule).
-    scratch = []
-    for alloc, before, size, align in ((g, n_g, kernel.global_scratch, 128),
-                                       (p, n_p, kernel.profile_scratch, 8)):
-        if size:
-            n_programs = base[0] * base[1] * base[2] * base[5][1]
-            assert alloc.calls[before:] == [(n_programs * size, align, base[3])]
-            scratch.append(alloc.ptrs[-1])
-        else:
-            assert len(alloc.calls) == before
-            scratch.append(0)
-    assert out == F.reference_dry_run(kernel, args, scratch, skip)
+    n_programs = base[0] * base[1] * base[2] * base[5][1]
+    for calls, size, align in zip(o.allocations, (kernel.global_scratch, kernel.profile_scratch),
+                                  (128, 8)):
+        assert calls == ([(n_programs * size, align, base[3])] if size else [])
+    assert o.out == F.reference_dry_run(kernel, args, o.scratch_ptrs, skip)
+
+
+def check_refused(kernel, o: Outcome, exc_types, must_match):
+    """A refused call: the right class, a message starting with the kernel's name and matching
+    must_match (a regex), no hook run and no scratch allocated."""
+    if not isinstance(o.error, exc_types):
+        raise AssertionError(f"expected {exc_types}, got {o.error!r}") from o.error
+    msg = str(o.error)
+    assert o.hooks.calls == [], f"the enter hook ran for a bad call ({msg})"
+    assert o.allocations == ([], []), f"scratch was allocated for a bad call ({msg})"
+    assert msg.startswith(f"kernel {kernel.name!r}"), msg
+    assert re.search(must_match, msg), (must_match, msg)
+    return msg
 
 
 def check_bad(kernel, base, args, allocators, exc_types, must_name, also=(), counter="bad"):
-    """The call raises one of exc_types, starting with the kernel's name and containing
-    must_name and every string of `also`; no hook ran and no scratch was allocated."""
-    g, p = allocators
-    n_alloc = len(g.calls), len(p.calls)
-    hooks = Hooks()
-    with pytest.raises(exc_types) as info:
-        dry_run(kernel, base, args, hooks, counter)
-    msg = str(info.value)
-    assert hooks.calls == [], f"the enter hook ran for a bad call ({msg})"
-    assert (len(g.calls), len(p.calls)) == n_alloc, "scratch was allocated for a bad call"
-    assert msg.startswith(f"kernel {kernel.name!r}"), msg
-    assert must_name in msg, (must_name, msg)
+    """The call raises one of exc_types naming `must_name` (a literal) and every string of
+    `also`; no hook ran and no scratch was allocated."""
+    o = Outcome(kernel, base, args, allocators, counter)
+    msg = check_refused(kernel, o, exc_types, re.escape(must_name))
     for s in also:
         assert s in msg, (s, msg)
-    return info.value
+    return msg
+
+
+def names_place(kernel, display):
+    """A regex: the message names `display`, or a place inside it (an item of a tuple)."""
+    return rf"^kernel {re.escape(repr(kernel.name))}: parameter '{re.escape(display)}(\[\d+\])*'"
+
+
+def _depth(ty):
+    return 1 + max(map(_depth, ty), default=0) if isinstance(ty, tuple) else 0
+
+
+def _kernel_stats(kernel):
+    STATS[f"kernels with tuple depth {max(map(_depth, kernel.types), default=0)}"] += 1
+    STATS[f"kernels named by {kernel.naming}"] += 1
+    STATS["kernels with scratch"] += bool(kernel.global_scratch or kernel.profile_scratch)
+
+    def visit(ty, in_tuple):
+        if isinstance(ty, tuple):
+            STATS["tuples" if ty else "tuples (empty)"] += 1
+            for t in ty:
+                visit(t, True)
+        else:
+            STATS[f"{'constexprs' if ty == 'constexpr' else 'parameters'} "
+                  f"{'in' if in_tuple else 'out of'} tuples"] += 1
+
+    for ty in kernel.types:
+        visit(ty, False)
 
 
 # --------------------------------------------------------------------------------------------
 # Good calls
 
 
-@settings(max_examples=450, **FUZZ)
+@settings(max_examples=520, **FUZZ)
 @given(kernel=F.kernels(), data=st.data())
 def test_good_calls_pack_like_the_reference(allocators, kernel, data):
     _RAN.add("test_good_calls_pack_like_the_reference")
-    for _ in range(8):
+    _kernel_stats(kernel)
+    for _ in range(8):  # eight calls per kernel
         args = data.draw(F.good_args(kernel), label="args")
-        if any(known_bug(s.type, F.get(args, s.path)) for s in F.sites(kernel)):
-            continue  # a constexpr drawn from anything() is fine; only leaves matter, and
-        base = data.draw(F.launch_bases(), label="base")  # pointer leaves never draw bool
-        check_good(kernel, base, args, allocators)
+        base = data.draw(F.launch_bases(), label="base")
+        check_good(kernel, base, args, Outcome(kernel, base, args, allocators, "good"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -231,6 +275,7 @@ WRONG_TYPE = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def out_of_range(ty):
     if is_pointer(ty):
         bad = st.integers(2**64, 2**70) | st.integers(-2**70, -1)
@@ -246,6 +291,23 @@ def out_of_range(ty):
                    | st.integers(math.ceil(bound), 2**1100) | st.just(bound))
 
 
+@functools.lru_cache(maxsize=None)
+def _index(n):
+    return st.integers(0, n - 1)
+
+
+def pick(data, seq, label):
+    """One item of seq (cheaper than a new sampled_from strategy per draw)."""
+    return seq[data.draw(_index(len(seq)), label=label)]
+
+
+RAISING_TENSORS = st.builds(RaisingTensor, st.sampled_from(F.EXCEPTIONS))
+GARBAGE_TENSORS = st.builds(GarbageTensor, st.sampled_from(
+    ["0x1000", 4096.0, None, b"\x00" * 8, [4096], object(), 1j, np.float64(1.0)]))
+NON_SEQUENCES = st.sampled_from([0, 3, None, 1.5, object(), FakeTensor(0x1000), CpuTensor(),
+                                 IndexLike(2)])
+
+
 def _kind(ty):
     if isinstance(ty, tuple):
         return "tuple"
@@ -258,10 +320,11 @@ MUTATIONS = ("arity", "type", "range", "tuple_length", "non_sequence", "data_ptr
              "data_ptr_garbage", "cpu_tensor")
 
 
-@settings(max_examples=450, **FUZZ)
+@settings(max_examples=520, **FUZZ)
 @given(kernel=F.kernels(), data=st.data())
 def test_bad_calls_name_the_parameter(allocators, kernel, data):
     _RAN.add("test_bad_calls_name_the_parameter")
+    _kernel_stats(kernel)
     args = data.draw(F.good_args(kernel), label="good args")
     base = data.draw(F.launch_bases(), label="base")
     by_kind = {}
@@ -269,23 +332,23 @@ def test_bad_calls_name_the_parameter(allocators, kernel, data):
         by_kind.setdefault(_kind(s.type), []).append(s)
     leaves = by_kind.get("pointer", []) + by_kind.get("int", []) + by_kind.get("float", [])
     applicable = {
-        "arity": True, "type": leaves, "range": leaves, "tuple_length": by_kind.get("tuple"),
+        "type": leaves, "range": leaves, "tuple_length": by_kind.get("tuple"),
         "non_sequence": by_kind.get("tuple"), "data_ptr_raises": by_kind.get("pointer"),
         "data_ptr_garbage": by_kind.get("pointer"), "cpu_tensor": by_kind.get("pointer"),
     }
-    kinds = [m for m in MUTATIONS if applicable[m]]
-    for _ in range(8):  # eight bad calls per kernel, one mutation each
-        mutation = data.draw(st.sampled_from(kinds), label="mutation")
+    kinds = [m for m in MUTATIONS if applicable.get(m)] or ["arity"]
+    for i in range(8):  # eight bad calls per kernel, one mutation each, the first of the count
+        mutation = "arity" if i == 0 else pick(data, kinds, "mutation")
+        STATS[f"mutation {mutation}"] += 1
         if mutation == "arity":
-            n = data.draw(st.sampled_from([n for n in (0, kernel.arity - 1, kernel.arity + 1,
-                                                       kernel.arity + 3) if n >= 0
-                                           and n != kernel.arity]), label="count")
+            n = pick(data, [n for n in (0, kernel.arity - 1, kernel.arity + 1, kernel.arity + 3)
+                            if n >= 0 and n != kernel.arity], "count")
             bad = (list(args) + [0, None, 1.0])[:n]
             check_bad(kernel, base, bad, allocators, TypeError,
                       f"kernel {kernel.name!r} takes {kernel.arity} arguments",
                       also=[f"got {n}"])
             continue
-        site = data.draw(st.sampled_from(applicable[mutation]), label="site")
+        site = pick(data, applicable[mutation], "site")
         ty, name = site.type, f"parameter {site.display!r}"
         if mutation == "type":
             value = data.draw(WRONG_TYPE[_kind(ty)], label="value")
@@ -299,25 +362,21 @@ def test_bad_calls_name_the_parameter(allocators, kernel, data):
         elif mutation == "tuple_length":
             n = len(ty)
             good = list(F.get(args, site.path))
-            m = data.draw(st.sampled_from([k for k in (n - 1, n + 1, n + 2, 0) if k >= 0 and k != n]),
-                          label="length")
+            m = pick(data, [k for k in (n - 1, n + 1, n + 2, 0) if k >= 0 and k != n], "length")
             value = (good + [0, 1.5, None])[:m]
-            value = data.draw(st.sampled_from([value, tuple(value)]), label="value")
+            value = pick(data, [value, tuple(value)], "value")
             check_bad(kernel, base, F.replace(args, site.path, value), allocators, ValueError,
                       name, also=[f"sequence of {n}"])
         elif mutation == "non_sequence":
-            value = data.draw(st.sampled_from([0, 3, None, 1.5, object(), FakeTensor(0x1000),
-                                               CpuTensor(), IndexLike(2)]), label="value")
+            value = data.draw(NON_SEQUENCES, label="value")
             check_bad(kernel, base, F.replace(args, site.path, value), allocators, TypeError,
                       name, also=[f"sequence of {len(ty)}"])
         elif mutation == "data_ptr_raises":
-            value = data.draw(st.builds(RaisingTensor, st.sampled_from(F.EXCEPTIONS)), label="value")
+            value = data.draw(RAISING_TENSORS, label="value")
             check_bad(kernel, base, F.replace(args, site.path, value), allocators, TypeError,
                       name, also=["data_ptr()", value.exc.__name__])
         elif mutation == "data_ptr_garbage":
-            value = data.draw(st.builds(GarbageTensor, st.sampled_from(
-                ["0x1000", 4096.0, None, b"\x00" * 8, [4096], object(), 1j, np.float64(1.0)])),
-                label="value")
+            value = data.draw(GARBAGE_TENSORS, label="value")
             check_bad(kernel, base, F.replace(args, site.path, value), allocators, TypeError,
                       name, also=["data_ptr()"])
         elif mutation == "cpu_tensor":
@@ -329,95 +388,92 @@ def test_bad_calls_name_the_parameter(allocators, kernel, data):
 # Nothing crashes: anything, anywhere
 
 
-@settings(max_examples=500, **FUZZ)
+@functools.lru_cache(maxsize=None)
+def anything_but_known_bugs(ty):
+    return F.anything().filter(lambda v: not known_bug(ty, v))
+
+
+@settings(max_examples=600, **FUZZ)
 @given(kernel=F.kernels(max_args=6).filter(lambda k: k.arity > 0), data=st.data())
 def test_anything_anywhere_never_crashes(allocators, kernel, data):
     _RAN.add("test_anything_anywhere_never_crashes")
+    _kernel_stats(kernel)
     args = data.draw(F.good_args(kernel), label="good args")
     base = data.draw(F.launch_bases(), label="base")
     all_sites = F.sites(kernel)
-    for _ in range(6):
-        site = data.draw(st.sampled_from(all_sites), label="site")
-        value = data.draw(F.anything().filter(lambda v: not known_bug(site.type, v)),
-                          label="value")
-        bad = F.replace(args, site.path, value)
-        g, p = allocators
-        n_alloc = len(g.calls), len(p.calls)
-        hooks = Hooks()
-        try:
-            CALLS["anything"] += 1
-            out = launcher_for(kernel).dry_run(*base, None, hooks.enter, hooks.exit, *bad)
-        except (TypeError, OverflowError, ValueError) as e:
-            msg = str(e)
-            assert hooks.calls == [] and (len(g.calls), len(p.calls)) == n_alloc, msg
-            assert msg.startswith(f"kernel {kernel.name!r}: parameter {site.display!r}"[:-1]), msg
-            continue
-        # Accepted: hooks ran, and every parameter outside the changed place is as before.
-        assert hooks.calls == ["enter", "exit"]
-        CALLS["anything"] -= 1  # counted again by check_good, which re-runs the call
-        check_good(kernel, base, bad, allocators, skip=site.path)
-        if site.type == "constexpr":
-            assert out == F.reference_dry_run(
-                kernel, args, out[len(out) - 2:] and [int.from_bytes(b, "little") for b in out[-2:]])
+    for _ in range(6):  # six calls per kernel, one changed place each
+        site = pick(data, all_sites, "site")
+        value = data.draw(anything_but_known_bugs(site.type), label="value")
+        changed = F.replace(args, site.path, value)
+        o = Outcome(kernel, base, changed, allocators, "anything")
+        STATS[f"anything: {type(o.error).__name__ if o.error else 'accepted'}"] += 1
+        if o.error is None:
+            # Accepted: hooks ran, scratch as usual, every parameter outside the place as before.
+            check_good(kernel, base, changed, o, skip=site.path)
+        else:
+            check_refused(kernel, o, (TypeError, OverflowError, ValueError),
+                          names_place(kernel, site.display))
 
 
 # --------------------------------------------------------------------------------------------
 # Known bugs, pinned (strict: an xfail that starts passing fails, so the exclusion in
-# known_bug and this test can go). Minimal reproductions, one per bug.
+# known_bug and the xfail mark can go). Minimal reproductions, one per bug.
+
+BASE = (1, 1, 1, 0, 0, (4, 1, 0))  # grid 1x1x1, stream 0, function 0, (num_warps, ctas, shared)
 
 
-def _one(ty, name="k", arg="x"):
-    kernel = F.Kernel(name, (arg,), (arg,), (ty,), "ast")
-    return kernel
+def _one(ty, arg="x"):
+    """A kernel 'k' with one argument of type `ty`."""
+    return F.Kernel("k", (arg,), (arg,), (ty,), "ast")
 
 
-def _raises_named(kernel, args, allocators, exc=(TypeError, OverflowError, ValueError)):
-    check_bad(kernel, (1, 1, 1, 0, 0, (4, 1, 0)), args, allocators, exc,
-              f"parameter {kernel.display[0]!r}", counter="bad")
+def _accepted_or_named(kernel, value, allocators, expect_bytes, errors=(TypeError,)):
+    """Either packed as expect_bytes, or refused with one of `errors` naming the parameter."""
+    o = Outcome(kernel, BASE, [value], allocators, "pinned")
+    if o.error is None:
+        assert o.out[0] == expect_bytes
+    else:
+        check_refused(kernel, o, errors, names_place(kernel, kernel.display[0]))
+
+
+def _refused_named(kernel, value, allocators, errors=(TypeError, OverflowError, ValueError)):
+    check_refused(kernel, Outcome(kernel, BASE, [value], allocators, "pinned"), errors,
+                  names_place(kernel, kernel.display[0]))
 
 
 class _Color(enum.IntEnum):
     ADDRESS = 0x1000
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["A"])
-@pytest.mark.parametrize("value", [True, _Color.ADDRESS, F.IntSubclass(0x1000)])
-def test_known_bug_A_int_subclass_for_pointer(allocators, value):
-    # Expected: packed as the int address (as the slow path and Triton accept it) or a
-    # TypeError naming 'x'. Actual: AttributeError: '<type>' object has no attribute 'data_ptr'.
-    kernel = _one("*fp32")
-    hooks = Hooks()
-    try:
-        out, _ = dry_run(kernel, (1, 1, 1, 0, 0, (4, 1, 0)), [value], hooks, "bad")
-    except TypeError as e:
-        assert "parameter 'x'" in str(e)
-    else:
-        assert out[0] == int(value).to_bytes(8, "little")
+@pytest.mark.parametrize("value", [True, _Color.ADDRESS, F.IntSubclass(0x1000)],
+                         ids=["bool", "IntEnum", "int-subclass"])
+def test_fixed_bug_A_int_subclass_for_pointer(allocators, value):
+    # Was: AttributeError: '<type>' object has no attribute 'data_ptr', from the fast path's
+    # `v if v.__class__ is int else v.data_ptr()`. Either packing the address or a TypeError
+    # naming 'x' is fine (cf90de1 chose the TypeError).
+    _accepted_or_named(_one("*fp32"), value, allocators, int(value).to_bytes(8, "little"))
 
 
 @pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["B"])
 @pytest.mark.parametrize("ty", ["i1", "u1"])
 def test_known_bug_B_index_object_for_i1(allocators, ty):
-    # i32 accepts IndexLike(7); i1 should accept IndexLike(1) (or refuse it with a named error).
-    # Actual: ValueError('') from the fast path's 0/1 check, re-raised by the slow path.
-    kernel = _one(ty)
-    hooks = Hooks()
-    try:
-        out, _ = dry_run(kernel, (1, 1, 1, 0, 0, (4, 1, 0)), [IndexLike(1)], hooks, "bad")
-    except (TypeError, ValueError) as e:
-        assert str(e).startswith("kernel 'k': parameter 'x'"), repr(e)
-    else:
-        assert out[0] == b"\x01"
+    # i32 accepts IndexLike(7) (struct uses __index__); i1 should accept IndexLike(1) or refuse
+    # it with a named error. Actual: ValueError() with an empty message: the fast path's
+    # `v is True or v is False or v == 0 or v == 1` check fails, the slow path (operator.index)
+    # finds nothing wrong, and diagnose() re-raises the fast path's bare ValueError.
+    _accepted_or_named(_one(ty), IndexLike(1), allocators, b"\x01", (TypeError, ValueError))
 
 
 @pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["C"])
 @pytest.mark.parametrize("ty,value", [
     ("i32", F.RaisingIndex(RuntimeError)), ("i1", F.RaisingIndex(RuntimeError)),
     ("fp32", F.RaisingFloat(RuntimeError)), ("fp16", F.RaisingIndex(ZeroDivisionError)),
-    ("i64", F.RaisingIndex(ValueError)),  # right class, but no kernel or parameter name
-])
+    ("i64", F.RaisingIndex(ValueError)),  # a ValueError, but without kernel or parameter name
+], ids=repr)
 def test_known_bug_C_raising_dunder(allocators, ty, value):
-    _raises_named(_one(ty), [value], allocators)
+    # Actual: the exception raised by __index__/__float__ propagates as is (RuntimeError etc.):
+    # errors._as_int catches only TypeError, errors._check_float only TypeError/ValueError.
+    _refused_named(_one(ty), value, allocators)
 
 
 class _EqLiar:
@@ -433,16 +489,18 @@ class _EqLiar:
 @pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["D"])
 @pytest.mark.parametrize("ty", ["i1", "u1"])
 def test_known_bug_D_eq_liar_for_i1(allocators, ty):
-    # Actual: accepted, and the kernel's i1 parameter receives the byte 0x05.
-    _raises_named(_one(ty), [_EqLiar()], allocators, OverflowError)
+    # The fast path checks i1 with ==, struct packs __index__(): accepted, and the kernel's
+    # i1 parameter receives the byte 0x05. Expected: OverflowError (5 is not 0/1).
+    _refused_named(_one(ty), _EqLiar(), allocators, (OverflowError, TypeError))
 
 
 @pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["E"])
-@pytest.mark.parametrize("value", [{0x10: "a", 0x20: "b"}, {0x10, 0x20}, iter([0x10, 0x20])],
-                         ids=["dict", "set", "iterator"])
-def test_known_bug_E_non_sequence_for_tuple(allocators, value):
-    # Triton's launcher parses tuples with PyArg_ParseTuple "(..)", which needs a sequence.
-    _raises_named(_one(("i32", "i32"), arg="t"), [value], allocators, TypeError)
+@pytest.mark.parametrize("make", [lambda: {0x10: "a", 0x20: "b"}, lambda: {0x10, 0x20},
+                                  lambda: iter([0x10, 0x20])], ids=["dict", "set", "iterator"])
+def test_known_bug_E_non_sequence_for_tuple(allocators, make):
+    # Actual: accepted (a dict packs its keys, a set in hash order). Triton's own launcher
+    # parses tuples with PyArg_ParseTuple "(..)", which refuses non-sequences with TypeError.
+    _refused_named(_one(("i32", "i32"), arg="t"), make(), allocators, TypeError)
 
 
 class _NumpyPtr:
@@ -452,17 +510,28 @@ class _NumpyPtr:
 
 @pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["F"])
 def test_known_bug_F_data_ptr_non_int_blamed_for_others(allocators):
-    # Alone, x is accepted (packed as 0x1000); with a bad n, the error names x instead of n.
+    # Alone, x is accepted (packed as 0x1000: struct takes __index__); with a bad n, the slow
+    # path refuses x's data_ptr() result ("returned numpy.int64, expected an int") and the
+    # error names 'x' instead of 'n'. Expected: the same verdict on x both times.
     kernel = F.Kernel("k", ("x", "n"), ("x", "n"), ("*fp32", "i32"), "ast")
-    out, _ = dry_run(kernel, (1, 1, 1, 0, 0, (4, 1, 0)), [_NumpyPtr(), 5], Hooks(), "bad")
-    assert out[0] == (0x1000).to_bytes(8, "little")
-    check_bad(kernel, (1, 1, 1, 0, 0, (4, 1, 0)), [_NumpyPtr(), 2**40], allocators,
-              OverflowError, "parameter 'n'")
+    alone = Outcome(kernel, BASE, [_NumpyPtr(), 5], allocators, "pinned")
+    with_bad_n = Outcome(kernel, BASE, [_NumpyPtr(), 2**40], allocators, "pinned")
+    blamed = "x" if alone.error is not None else "n"
+    check_refused(kernel, with_bad_n, (TypeError, OverflowError), names_place(kernel, blamed))
 
 
 @pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["G"])
 def test_known_bug_G_data_ptr_property_raises(allocators):
-    _raises_named(_one("*fp32"), [F.RaisingDataPtrAttribute(RuntimeError)], allocators)
+    # errors._check_pointer's getattr(value, "data_ptr", None) lets a RuntimeError through.
+    _refused_named(_one("*fp32"), F.RaisingDataPtrAttribute(RuntimeError), allocators)
+
+
+@pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["H"])
+@pytest.mark.parametrize("ty", ["*fp32", "i32", "fp32"])
+def test_known_bug_H_int_too_long_to_print(allocators, ty):
+    # Formatting the message ("got {v}") of an int over 4300 digits raises Python's
+    # ValueError "Exceeds the limit (4300 digits) for integer string conversion" instead.
+    _refused_named(_one(ty), HUGE_INT, allocators, OverflowError)
 
 
 # --------------------------------------------------------------------------------------------
@@ -472,6 +541,8 @@ def test_zz_at_least_10000_generated_calls():
     """Runs last (file order): the fuzz tests above made at least MIN_CALLS calls."""
     if _RAN != FUZZ_TESTS:
         pytest.skip(f"only {sorted(_RAN)} of the fuzz tests ran in this session")
-    total = sum(CALLS.values())
-    print(f"generated calls: {total} {CALLS}")
+    total = CALLS["good"] + CALLS["bad"] + CALLS["anything"]
+    print(f"\ngenerated calls: {total} {CALLS}")
+    for k, v in sorted(STATS.items()):
+        print(f"  {k}: {v}")
     assert total >= MIN_CALLS, CALLS
