@@ -15,8 +15,10 @@ kernel and the parameter, before any hook or driver call.
 """
 from __future__ import annotations
 
+import collections.abc
 import functools
 import logging
+import operator
 import struct
 import threading
 
@@ -39,6 +41,10 @@ def _arg_names(src) -> list:
     if arg_names is not None and len(arg_names) == len(keys):
         return list(arg_names)
     return [k if isinstance(k, str) else f"#{k}" for k in keys]
+
+
+def _is_sequence(value) -> bool:
+    return isinstance(value, collections.abc.Sequence)
 
 
 def unsupported_reason(metadata) -> str | None:
@@ -78,6 +84,8 @@ class _Generated:
                 continue
             if node.kind == "tuple":
                 inner = [f"{var}_{i}" for i in range(len(node.children))]
+                # Any sequence, as Triton takes; not a dict, set or iterator.
+                self.emit(f"if {var}.__class__ is not tuple and not _is_sequence({var}): raise TypeError", depth)
                 if inner:
                     self.emit(f"{', '.join(inner)}, = {var}", depth)
                 else:
@@ -99,11 +107,13 @@ class _Generated:
                 self.emit(f"{', '.join(vs)}, = {fn}({var})", depth)
                 self.values.extend(vs)
             else:  # scalar
-                ty = node.type
-                if ty in ("i1", "u1"):
-                    self.emit(f"if not ({var} is True or {var} is False or {var} == 0 or {var} == 1): "
-                              "raise ValueError", depth)
-                self.values.append(var)
+                if node.type in ("i1", "u1"):  # bools and 0/1; the int itself, not what == says
+                    v = f"v{len(self.values)}"
+                    self.emit(f"{v} = _index({var})", depth)
+                    self.emit(f"if {v} != 0 and {v} != 1: raise ValueError", depth)
+                    self.values.append(v)
+                else:
+                    self.values.append(var)
 
     def tensordesc_expander(self, node):
         meta = node.desc["meta"]
@@ -334,7 +344,8 @@ def _launch_class(plan: ArgPlan, md) -> type:
 
     from launcher.tensormap import TensorMap
     namespace = {"_launch": lib.launcher_launch, "_plan": cplan, "_NULL": ffi.NULL,
-                 "_TensorMap": TensorMap, "_new_out": new_out, "_split": split}
+                 "_TensorMap": TensorMap, "_new_out": new_out, "_split": split,
+                 "_index": operator.index, "_is_sequence": _is_sequence}
     attrs = {"plan": plan, "_keepalive": (offsets, sizes, kinds, cplan), "_metadata": md,
              "_namespace": namespace, "__call__": _generate(plan, md, namespace, "launch", "__call__")}
     cls = type(f"CudaLauncher[{plan.kernel}]", (CudaLauncher,), attrs)

@@ -7,6 +7,7 @@ for a value out of range, ValueError for a wrong tuple length or an unusable val
 """
 from __future__ import annotations
 
+import collections.abc
 import operator
 import struct
 
@@ -32,14 +33,32 @@ def _where(plan, name) -> str:
     return f"kernel {plan.kernel!r}: parameter {name!r}"
 
 
+def _show(value) -> str:
+    """A value for a message (huge ints are too long to print)."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"an int of {value.bit_length()} bits"
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{_typename(value)}>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _raised(plan, name, what, value, e) -> TypeError:
+    return TypeError(f"{_where(plan, name)} expects {what}, got {_typename(value)} whose conversion "
+                     f"raised {type(e).__name__}: {e}")
+
+
 def _as_int(plan, name, value, what, bounds):
     try:
         v = operator.index(value)
     except TypeError:
         raise TypeError(f"{_where(plan, name)} expects {what}, got {_typename(value)}") from None
+    except Exception as e:  # a user __index__ that raises something else
+        raise _raised(plan, name, what, value, e) from e
     lo, hi = bounds
     if not lo <= v <= hi:
-        raise OverflowError(f"{_where(plan, name)} expects {what}, got {v} (out of range)")
+        raise OverflowError(f"{_where(plan, name)} expects {what}, got {_show(v)} (out of range)")
     return v
 
 
@@ -53,18 +72,20 @@ def _check_pointer(plan, name, ty, value):
     if isinstance(value, int):  # bool, IntEnum...: almost certainly a mistake for an address
         raise TypeError(f"{_where(plan, name)} expects {what}, got {_typename(value)} "
                         f"(pass int({value!r}) for an address)")
-    data_ptr = getattr(value, "data_ptr", None)
-    if data_ptr is None or not callable(data_ptr):
-        raise TypeError(f"{_where(plan, name)} expects {what}, got {_typename(value)}")
     try:
-        ptr = data_ptr()
+        data_ptr = getattr(value, "data_ptr", None)
+        ptr = data_ptr() if callable(data_ptr) else None
     except Exception as e:
         raise TypeError(f"{_where(plan, name)}: {_typename(value)}.data_ptr() raised "
                         f"{type(e).__name__}: {e}") from e
-    if not isinstance(ptr, int):
+    if not callable(data_ptr):
+        raise TypeError(f"{_where(plan, name)} expects {what}, got {_typename(value)}")
+    try:
+        address = operator.index(ptr)  # what the packer accepts: an int, or anything with __index__
+    except Exception:
         raise TypeError(f"{_where(plan, name)}: {_typename(value)}.data_ptr() returned "
-                        f"{_typename(ptr)}, expected an int")
-    _as_int(plan, f"{name}", ptr, "a data_ptr() in [0, 2**64)", _U64)
+                        f"{_typename(ptr)}, expected an int") from None
+    _as_int(plan, f"{name}", address, "a data_ptr() in [0, 2**64)", _U64)
 
 
 def _check_float(plan, name, ty, value):
@@ -74,16 +95,18 @@ def _check_float(plan, name, ty, value):
     try:
         f = float(value)
     except OverflowError:
-        raise OverflowError(f"{_where(plan, name)} expects {what}, got {value} "
+        raise OverflowError(f"{_where(plan, name)} expects {what}, got {_show(value)} "
                             f"(too large for a float)") from None
     except (TypeError, ValueError) as e:
         raise TypeError(f"{_where(plan, name)} expects {what}, got {_typename(value)}") from e
+    except Exception as e:  # a user __float__ that raises something else
+        raise _raised(plan, name, what, value, e) from e
     code = {"fp16": "e", "bf16": "f", "fp32": "f", "f32": "f", "fp64": "d"}[ty]
     try:
         struct.pack("<" + code, f)
     except (OverflowError, struct.error):
         limit = {"e": "65504", "f": "3.4028235e38", "d": "1.8e308"}[code]
-        raise OverflowError(f"{_where(plan, name)} expects {what}, got {value!r} "
+        raise OverflowError(f"{_where(plan, name)} expects {what}, got {_show(value)} "
                             f"(out of range: |x| <= {limit}, or inf/nan)") from None
 
 
@@ -99,15 +122,7 @@ def _check_leaf(plan, param, value):
         except TypeError as e:
             raise TypeError(f"kernel {plan.kernel!r}: {e}") from None
     elif ty in ("i1", "u1"):
-        if not (value is True or value is False) and (not isinstance(value, int) or value not in (0, 1)):
-            try:
-                v = operator.index(value)
-            except TypeError:
-                raise TypeError(f"{_where(plan, param.name)} expects {sig.describe_type(ty)}, "
-                                f"got {_typename(value)}") from None
-            if v not in (0, 1):
-                raise OverflowError(f"{_where(plan, param.name)} expects "
-                                    f"{sig.describe_type(ty)}, got {v} (out of range)")
+        _as_int(plan, param.name, value, sig.describe_type(ty), (0, 1))
     elif ty in sig.INT_RANGES:
         _as_int(plan, param.name, value, sig.describe_type(ty), sig.INT_RANGES[ty])
     elif ty in sig.FLOATS:
@@ -136,11 +151,14 @@ def _check_node(plan, node, value):
         return
     if node.kind == "tuple":
         n = len(node.children)
+        if not isinstance(value, collections.abc.Sequence):
+            raise TypeError(f"{_where(plan, node.name)} expects a sequence of {n}, "
+                            f"got {_typename(value)}")
         try:
             items = list(value)
-        except TypeError:
-            raise TypeError(f"{_where(plan, node.name)} expects a sequence of {n}, "
-                            f"got {_typename(value)}") from None
+        except Exception as e:
+            raise TypeError(f"{_where(plan, node.name)} expects a sequence of {n}; iterating "
+                            f"{_typename(value)} raised {type(e).__name__}: {e}") from e
         if len(items) != n:
             raise ValueError(f"{_where(plan, node.name)} expects a sequence of {n}, "
                              f"got {len(items)} items")

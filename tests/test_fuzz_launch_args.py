@@ -22,10 +22,8 @@ parameter bytes.
 installed here. The check that a real CPU tensor's address is not device-accessible happens in
 C on a GPU only, and is not exercised by this module.
 
-Known package bugs (see KNOWN_BUGS) are kept out of the generated inputs, so that this module
-passes, and are pinned by strict xfail tests at the end: when one is fixed, its xfail test
-fails and the exclusion in `known_bug` should go. LAUNCHER_FUZZ_KNOWN_BUGS=1 puts them back
-into the generated inputs.
+The bugs this module found (A-H at the end) are fixed; each keeps a minimal regression test,
+and their inputs are part of the generated mix.
 
 At least MIN_CALLS generated calls are made (counted in CALLS, checked by the last test).
 """
@@ -49,50 +47,16 @@ from fuzz_signatures import (BOOL_TYPES, FLOAT_TYPES, FP16_OVERFLOW, FP32_OVERFL
 from launcher import CudaLauncher
 
 MIN_CALLS = 10_000
-CALLS = {"good": 0, "bad": 0, "anything": 0, "pinned": 0}  # "pinned": the xfail tests
+CALLS = {"good": 0, "bad": 0, "anything": 0, "pinned": 0}  # "pinned": the regression tests of fixed bugs
 STATS = collections.Counter()  # what was exercised, printed by the last test
 FUZZ_TESTS = {"test_good_calls_pack_like_the_reference", "test_bad_calls_name_the_parameter",
               "test_anything_anywhere_never_crashes"}
 _RAN = set()
 
-INCLUDE_KNOWN_BUGS = bool(os.environ.get("LAUNCHER_FUZZ_KNOWN_BUGS"))
-
 FUZZ = dict(deadline=None, database=None, print_blob=True,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-# --------------------------------------------------------------------------------------------
-# Known bugs in the package (at the commit this module was written against), each pinned by an
-# xfail test below. `known_bug` says whether a value at a place of a given type hits one.
-
-KNOWN_BUGS = {  # "A" (an int subclass for a pointer: AttributeError) was fixed in cf90de1
-    "B": "an __index__ object equal to 0/1 for i1/u1: bare ValueError() without a message",
-    "C": "__index__/__float__ raising a non-TypeError: the user's exception leaks, unnamed",
-    "D": "an object == 0/1 whose __index__ is out of range, for i1/u1: packed unchecked",
-    "E": "a dict/set/iterator for a tuple parameter is accepted (not a sequence)",
-    "F": "data_ptr() returning a non-int with __index__ is accepted, but blamed when another "
-         "argument is bad",
-    "G": "reading the data_ptr attribute raising (a property): the exception leaks, unnamed",
-    "H": "an int over 4300 digits: the error message itself fails (int to str limit)",
-}
 HUGE_INT = F.HUGE_INT
-
-
-def known_bug(ty, value):
-    if INCLUDE_KNOWN_BUGS or isinstance(ty, tuple) or ty == "constexpr":
-        return None
-    if isinstance(value, int) and value.bit_length() > 14000:  # over 4300 decimal digits
-        return "H"
-    if is_pointer(ty) and isinstance(value, F.RaisingDataPtrAttribute) \
-            and value.exc is not AttributeError:
-        return "G"
-    if ty in BOOL_TYPES and isinstance(value, IndexLike) and value.v in (0, 1):
-        return "B"
-    if ty in INT_RANGE and isinstance(value, F.RaisingIndex) and value.exc is not TypeError:
-        return "C"
-    if ty in FLOAT_TYPES and isinstance(value, (F.RaisingIndex, F.RaisingFloat)) \
-            and not issubclass(value.exc, (TypeError, ValueError)):
-        return "C"
-    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -388,11 +352,6 @@ def test_bad_calls_name_the_parameter(allocators, kernel, data):
 # Nothing crashes: anything, anywhere
 
 
-@functools.lru_cache(maxsize=None)
-def anything_but_known_bugs(ty):
-    return F.anything().filter(lambda v: not known_bug(ty, v))
-
-
 @settings(max_examples=600, **FUZZ)
 @given(kernel=F.kernels(max_args=6).filter(lambda k: k.arity > 0), data=st.data())
 def test_anything_anywhere_never_crashes(allocators, kernel, data):
@@ -403,7 +362,7 @@ def test_anything_anywhere_never_crashes(allocators, kernel, data):
     all_sites = F.sites(kernel)
     for _ in range(6):  # six calls per kernel, one changed place each
         site = pick(data, all_sites, "site")
-        value = data.draw(anything_but_known_bugs(site.type), label="value")
+        value = data.draw(F.anything(), label="value")
         changed = F.replace(args, site.path, value)
         o = Outcome(kernel, base, changed, allocators, "anything")
         STATS[f"anything: {type(o.error).__name__ if o.error else 'accepted'}"] += 1
@@ -416,8 +375,7 @@ def test_anything_anywhere_never_crashes(allocators, kernel, data):
 
 
 # --------------------------------------------------------------------------------------------
-# Known bugs, pinned (strict: an xfail that starts passing fails, so the exclusion in
-# known_bug and the xfail mark can go). Minimal reproductions, one per bug.
+# Bugs this module found, fixed; a minimal regression test for each.
 
 BASE = (1, 1, 1, 0, 0, (4, 1, 0))  # grid 1x1x1, stream 0, function 0, (num_warps, ctas, shared)
 
@@ -454,24 +412,22 @@ def test_fixed_bug_A_int_subclass_for_pointer(allocators, value):
     _accepted_or_named(_one("*fp32"), value, allocators, int(value).to_bytes(8, "little"))
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["B"])
 @pytest.mark.parametrize("ty", ["i1", "u1"])
-def test_known_bug_B_index_object_for_i1(allocators, ty):
+def test_fixed_bug_B_index_object_for_i1(allocators, ty):
     # i32 accepts IndexLike(7) (struct uses __index__); i1 should accept IndexLike(1) or refuse
-    # it with a named error. Actual: ValueError() with an empty message: the fast path's
+    # it with a named error. Was: ValueError() with an empty message: the fast path's
     # `v is True or v is False or v == 0 or v == 1` check fails, the slow path (operator.index)
-    # finds nothing wrong, and diagnose() re-raises the fast path's bare ValueError.
+    # finds nothing wrong, and diagnose() re-raised the fast path's bare ValueError.
     _accepted_or_named(_one(ty), IndexLike(1), allocators, b"\x01", (TypeError, ValueError))
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["C"])
 @pytest.mark.parametrize("ty,value", [
     ("i32", F.RaisingIndex(RuntimeError)), ("i1", F.RaisingIndex(RuntimeError)),
     ("fp32", F.RaisingFloat(RuntimeError)), ("fp16", F.RaisingIndex(ZeroDivisionError)),
     ("i64", F.RaisingIndex(ValueError)),  # a ValueError, but without kernel or parameter name
 ], ids=repr)
-def test_known_bug_C_raising_dunder(allocators, ty, value):
-    # Actual: the exception raised by __index__/__float__ propagates as is (RuntimeError etc.):
+def test_fixed_bug_C_raising_dunder(allocators, ty, value):
+    # Was: the exception raised by __index__/__float__ propagates as is (RuntimeError etc.):
     # errors._as_int catches only TypeError, errors._check_float only TypeError/ValueError.
     _refused_named(_one(ty), value, allocators)
 
@@ -486,19 +442,17 @@ class _EqLiar:
         return 5
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["D"])
 @pytest.mark.parametrize("ty", ["i1", "u1"])
-def test_known_bug_D_eq_liar_for_i1(allocators, ty):
-    # The fast path checks i1 with ==, struct packs __index__(): accepted, and the kernel's
-    # i1 parameter receives the byte 0x05. Expected: OverflowError (5 is not 0/1).
+def test_fixed_bug_D_eq_liar_for_i1(allocators, ty):
+    # Was: the fast path checked i1 with ==, struct packed __index__(): accepted, and the
+    # kernel's i1 parameter received the byte 0x05. Now: OverflowError (5 is not 0/1).
     _refused_named(_one(ty), _EqLiar(), allocators, (OverflowError, TypeError))
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["E"])
 @pytest.mark.parametrize("make", [lambda: {0x10: "a", 0x20: "b"}, lambda: {0x10, 0x20},
                                   lambda: iter([0x10, 0x20])], ids=["dict", "set", "iterator"])
-def test_known_bug_E_non_sequence_for_tuple(allocators, make):
-    # Actual: accepted (a dict packs its keys, a set in hash order). Triton's own launcher
+def test_fixed_bug_E_non_sequence_for_tuple(allocators, make):
+    # Was: accepted (a dict packs its keys, a set in hash order). Triton's own launcher
     # parses tuples with PyArg_ParseTuple "(..)", which refuses non-sequences with TypeError.
     _refused_named(_one(("i32", "i32"), arg="t"), make(), allocators, TypeError)
 
@@ -508,10 +462,9 @@ class _NumpyPtr:
         return np.int64(0x1000)
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["F"])
-def test_known_bug_F_data_ptr_non_int_blamed_for_others(allocators):
-    # Alone, x is accepted (packed as 0x1000: struct takes __index__); with a bad n, the slow
-    # path refuses x's data_ptr() result ("returned numpy.int64, expected an int") and the
+def test_fixed_bug_F_data_ptr_non_int_blamed_for_others(allocators):
+    # Was: alone, x was accepted (packed as 0x1000: struct takes __index__); with a bad n, the
+    # slow path refused x's data_ptr() result ("returned numpy.int64, expected an int") and the
     # error names 'x' instead of 'n'. Expected: the same verdict on x both times.
     kernel = F.Kernel("k", ("x", "n"), ("x", "n"), ("*fp32", "i32"), "ast")
     alone = Outcome(kernel, BASE, [_NumpyPtr(), 5], allocators, "pinned")
@@ -520,16 +473,14 @@ def test_known_bug_F_data_ptr_non_int_blamed_for_others(allocators):
     check_refused(kernel, with_bad_n, (TypeError, OverflowError), names_place(kernel, blamed))
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["G"])
-def test_known_bug_G_data_ptr_property_raises(allocators):
-    # errors._check_pointer's getattr(value, "data_ptr", None) lets a RuntimeError through.
+def test_fixed_bug_G_data_ptr_property_raises(allocators):
+    # Was: errors._check_pointer's getattr(value, "data_ptr", None) let a RuntimeError through.
     _refused_named(_one("*fp32"), F.RaisingDataPtrAttribute(RuntimeError), allocators)
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_BUGS["H"])
 @pytest.mark.parametrize("ty", ["*fp32", "i32", "fp32"])
-def test_known_bug_H_int_too_long_to_print(allocators, ty):
-    # Formatting the message ("got {v}") of an int over 4300 digits raises Python's
+def test_fixed_bug_H_int_too_long_to_print(allocators, ty):
+    # Was: formatting the message ("got {v}") of an int over 4300 digits raised Python's
     # ValueError "Exceeds the limit (4300 digits) for integer string conversion" instead.
     _refused_named(_one(ty), HUGE_INT, allocators, OverflowError)
 
