@@ -91,9 +91,10 @@ def chart(per_launch, png):
     paths = [p for p in PATH_ORDER if any(p in per_launch[k] for k in kernels)]
     fig, ax = plt.subplots(figsize=(max(8, 2.2 * len(kernels)), 5))
     width = 0.8 / max(len(paths), 1)
+    colors = plt.get_cmap("tab20").colors  # 20 distinct colours: one per path
     for i, p in enumerate(paths):
         xs = [j + i * width for j in range(len(kernels))]
-        ax.bar(xs, [per_launch[k].get(p, 0) for k in kernels], width, label=p)
+        ax.bar(xs, [per_launch[k].get(p, 0) for k in kernels], width, label=p, color=colors[i % len(colors)])
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(kernels))], kernels)
     ax.set_ylabel("host µs per launch (median)")
     ax.set_title("Launch latency by path")
