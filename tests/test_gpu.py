@@ -269,6 +269,41 @@ def test_torchrun_two_processes_one_gpu_each(tmp_path):
         assert f"rank {rank} on cuda:{rank}: " in proc.stdout and proc.stdout.count(" 0 failed") == 2
 
 
+CROSS_DEVICE = r"""
+import sys, torch, launcher
+sys.path.insert(0, sys.argv[1])
+import kernels as K
+if sys.argv[2] == "ours":
+    launcher.install()
+torch.cuda.set_device(0)
+x = torch.ones(1024, device="cuda:1")
+out = torch.zeros(1024, device="cuda:1")
+try:
+    K.add_kernel[(1,)](x, x, out, 1024, BLOCK=1024)  # launched on cuda:0, memory on cuda:1
+    torch.cuda.synchronize(0)
+    torch.cuda.synchronize(1)
+    print("RESULT", "correct" if torch.equal(out.cpu(), torch.full((1024,), 2.0)) else "WRONG")
+except Exception as e:
+    print("RESULT error:", type(e).__name__, str(e).splitlines()[0])
+"""
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_tensor_on_another_device_behaves_as_stock():
+    """Memory on cuda:1, kernel launched on cuda:0: as stock (unified addressing works, or an
+    error surfaces), never a silent wrong result. Each mode in its own process (a fault
+    poisons the context)."""
+    outcomes = {}
+    for mode in ("stock", "ours"):
+        proc = subprocess.run([sys.executable, "-c", CROSS_DEVICE, HERE, mode], capture_output=True,
+                              text=True, timeout=300)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
+        outcomes[mode] = lines[-1] if lines else f"RESULT crashed rc={proc.returncode}"
+    print(outcomes)
+    assert "WRONG" not in outcomes["ours"] and "crashed" not in outcomes["ours"]
+    assert outcomes["ours"].startswith("RESULT correct") == outcomes["stock"].startswith("RESULT correct")
+
+
 def test_have_gcc_here():
     """Stock Triton 3.6 needs gcc for the comparison runs above (and we do not)."""
     assert shutil.which("gcc") or shutil.which("cc")
