@@ -83,6 +83,11 @@ class _StockUtilsAfterUninstall:
         return getattr(self._get(), name)
 
 
+def _unwrap(utils):
+    """Triton's own CudaUtils behind `utils` (None where none was made yet)."""
+    return utils._stock if isinstance(utils, _StockUtilsAfterUninstall) else utils
+
+
 def install(*, fence_check: str | None = None) -> None:
     """Make Triton launch and load every kernel loaded from now on through this package.
 
@@ -105,7 +110,9 @@ def install(*, fence_check: str | None = None) -> None:
         from launcher.fence_hook import FenceCheckHook
 
         existing = _existing_drivers(nv)
-        stock_utils = next((d.utils for d in existing if not isinstance(d.utils, CudaUtils)), None)
+        # Triton's own CudaUtils object, if one exists already (not one our uninstall() made
+        # lazily: asking that for a tensor map would compile driver.c).
+        stock_utils = next((_unwrap(d.utils) for d in existing if not isinstance(d.utils, CudaUtils)), None)
         utils = CudaUtils(module_cache(), stock_utils_cls=nv.CudaUtils, stock_utils=stock_utils)
 
         class UtilsFactory:  # what CudaDriver.__init__ calls: CudaUtils()
@@ -148,7 +155,7 @@ def uninstall() -> None:
         for d in _existing_drivers(nv):
             if id(d) in saved:  # made before install(): back to what it had
                 utils, d.launcher_cls = saved[id(d)]
-                d.utils = _StockUtilsAfterUninstall(stock_cls, cache, stock=utils)
+                d.utils = _StockUtilsAfterUninstall(stock_cls, cache, stock=_unwrap(utils))
             elif d.utils is _state["utils"]:  # made while installed
                 d.utils = new_drivers_utils
                 d.launcher_cls = _state["saved_module"]["CudaLauncher"]
