@@ -9,6 +9,7 @@ The Gluon API was renamed between 3.6 and 3.9 (``async_copy_shared_to_global`` -
 version has.
 """
 import functools
+import re
 
 import triton
 from triton.backends.compiler import GPUTarget
@@ -24,9 +25,10 @@ try:
 except ImportError:  # pragma: no cover - both supported versions have it
     GluonASTSource = None
 
-TRITON_VERSION = tuple(int(p) for p in triton.__version__.split(".")[:2])
-# Triton >= 3.7.1 fences generic writes before async-proxy reads in its late pass (PR #9610).
-COMPILER_FENCES_ASYNC_READS = TRITON_VERSION >= (3, 8)
+TRITON_VERSION = tuple(int(p) for p in re.findall(r"\d+", triton.__version__)[:3])
+# Triton >= 3.7.1 fences generic writes before async-proxy reads in its late pass (PR #9610,
+# cherry-picked into release/3.7.x as #10537): 3.7.0 does not, 3.7.1 does.
+COMPILER_FENCES_ASYNC_READS = TRITON_VERSION >= (3, 7, 1)
 
 tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
