@@ -256,6 +256,11 @@ class _Parser:
             line, text = self.statements[self.position]
             if already_open:
                 rest = text[1:].strip()  # after '}'
+                if not rest and self.position + 1 < len(self.statements) and \
+                        re.match(r"partition\d+\s*\(.*\{$", self.statements[self.position + 1][1]):
+                    self.position += 1  # `}` alone, the next partition header on its own line
+                    already_open = False
+                    continue
             else:
                 rest, already_open = text, True
             if rest.endswith("{") and not rest.startswith(("{", ":", "loc(")):
@@ -367,6 +372,7 @@ class _Context:
     values: dict[str, TtgirRegion]
     constants: dict[str, int]
     depth: int = 0
+    frame: int = 0  # allocation.offset of the (inlined) call frame: callee offsets are relative to it
 
 
 class _Lowering:
@@ -377,6 +383,8 @@ class _Lowering:
         self.blocks: list[Block] = []
         self._block_by_label: dict[str, IrBlock] = {}
         self.two_ctas = "ttng.two-ctas" in module.attributes
+        num_ctas = re.search(r'"ttg\.num-ctas"\s*=\s*(\d+)', module.attributes)
+        self.num_ctas = int(num_ctas.group(1)) if num_ctas else 1
 
     def new_block(self) -> int:
         self.blocks.append(Block())
@@ -397,7 +405,8 @@ class _Lowering:
         elif op.name == "ttg.local_alloc" and op.results:
             offset = re.search(r"allocation\.offset\s*=\s*(\d+)", op.attributes)
             size = _memdesc_bytes(op.types)
-            interval = (int(offset.group(1)), int(offset.group(1)) + size) if offset and size else None
+            start = int(offset.group(1)) + context.frame if offset else 0
+            interval = (start, start + size) if offset and size else None
             if "#smem" in op.types or "shared_memory" in op.types or "memdesc" in op.types:
                 values[op.results[0]] = TtgirRegion(frozenset({BufferRef(f"{op.results[0]}@{op.line}",
                                                                          interval=interval)}))
@@ -468,12 +477,13 @@ class _Lowering:
             return [access(AccessKind.GENERIC_WRITE, op.results[0])]
         if name in _GENERIC_WRITE_FIRST_MEMDESC and memdescs:
             return [access(AccessKind.GENERIC_WRITE, memdescs[0])]
-        if name == "ttg.local_load" and memdescs:
+        if name in ("ttg.local_load", "ttng.clc_load_result") and memdescs:
             return [access(AccessKind.GENERIC_READ, memdescs[0])]
         if name in _GENERIC_READ_WRITE and memdescs:
             return [access(AccessKind.GENERIC_READ, memdescs[0]), access(AccessKind.GENERIC_WRITE, memdescs[0])]
         cluster = Scope.CLUSTER if re.search(r"\bmulticast\b|two_ctas", op.attributes) or \
-            (name == "ttng.tmem_copy" and self.two_ctas) else Scope.CTA
+            (name == "ttng.tmem_copy" and self.two_ctas) or (name == "ttng.clc_try_cancel" and self.num_ctas > 1) \
+            else Scope.CTA
         if name in _ASYNC_READ_FIRST_MEMDESC and memdescs:
             return [access(AccessKind.ASYNC_READ, memdescs[0], cluster)]
         if name in _ASYNC_READ_TWO_OPERANDS:
@@ -621,7 +631,8 @@ class _Lowering:
         for (name, _), value in zip(callee.arguments, op.operands):
             if value in context.values:
                 values[name] = context.values[value]
-        inner = _Context(values, {}, context.depth + 1)
+        frame = re.search(r"allocation\.offset\s*=\s*(\d+)", op.attributes)
+        inner = _Context(values, {}, context.depth + 1, context.frame + (int(frame.group(1)) if frame else 0))
         self._settle_values(callee.body, inner)
         start = self.new_block()
         self.edge(current, start)
