@@ -211,8 +211,9 @@ def _stored_commit(filename):
 def test_lit_score_is_recorded(filename, capsys):
     """Proxy pass: 63 of 72 cases right; early pass: 7 of 7. The misses are explained in WRONG_REASONS."""
     if _stored_commit(filename) != SOURCES[filename]:
-        pytest.skip(f"tests/fence_data/{filename} is not the full copy at {SOURCES[filename][:8]}"
-                    " (see docs/fence.md)")
+        pytest.skip(f"tests/fence_data/{filename} (Triton's lit file at {SOURCES[filename][:8]}) is not "
+                    "here: it is not part of the repository; docs/fence.md says how to add it and "
+                    "records the score")
     results = {label: (expected, predicted) for label, expected, predicted in lit_cases(filename)}
     wrong = sorted(label for label, (expected, predicted) in results.items() if expected != predicted)
     with capsys.disabled():
