@@ -22,4 +22,10 @@ if [ -n "${LAUNCHER_RUN_BENCH:-}" ]; then
   python3 -m launcher bench --out "$OUT" > "$OUT/bench.log" 2>&1
   grep -E "passed|failed|SKIPPED" "$OUT/bench.log"
   python3 bench/quick_profile.py 2>&1
+  # Where the Python time of a launch goes (py-spy is brought as a wheel in .whl).
+  if command -v py-spy >/dev/null || [ -x /tmp/site/bin/py-spy ]; then
+    PYSPY=$(command -v py-spy || echo /tmp/site/bin/py-spy)
+    "$PYSPY" record -r 5000 -f raw -o "$OUT/pyspy.txt" -- python3 bench/quick_profile.py > /dev/null 2>&1
+    python3 bench/pyspy_top.py "$OUT/pyspy.txt" 2>&1 | head -30
+  fi
 fi
