@@ -179,7 +179,7 @@ class _Generated:
         else:
             self.emit("rc = _launch(_plan, buf, _NULL)")
         self.emit("if rc:")
-        self.emit("self._launch_failed(rc)", 2)
+        self.emit("self._launch_failed(rc, buf)", 2)
         self.emit("if launch_exit_hook is not None:")
         self.emit("launch_exit_hook(launch_metadata)", 2)
         if self.mode == "dry_run":
@@ -242,8 +242,8 @@ class CudaLauncher:
     def _fail(self, exc, base, args):
         errors.diagnose(self.plan, base, args, exc)
 
-    def _launch_failed(self, rc):
-        raise errors.launch_error(self.plan, rc)
+    def _launch_failed(self, rc, buf):
+        raise errors.launch_error(self.plan, rc, buf)
 
     def bind(self, gridX, gridY, gridZ, stream, function, kernel_metadata, *args) -> "BoundLaunch":
         """Check and pack the arguments once; the result launches them again and again.
@@ -274,14 +274,14 @@ class BoundLaunch:
     def __call__(self):
         rc = self._launch(self._plan, self.buffer, self._null)
         if rc:
-            self.launcher._launch_failed(rc)
+            self.launcher._launch_failed(rc, self.buffer)
 
     def repeat(self, count: int):
         """Launch `count` times in one C call (the C floor of the benchmarks)."""
         _, lib = driver.native()
         rc = lib.launcher_launch_repeat(self._plan, self.buffer, count)
         if rc:
-            self.launcher._launch_failed(rc)
+            self.launcher._launch_failed(rc, self.buffer)
 
 
 def plan_kernel(src, metadata) -> ArgPlan:

@@ -170,6 +170,23 @@ def _check_node(plan, node, value):
         _check_leaf(plan, node.params[0], value)
 
 
+def _whose(address) -> str:
+    """What an address the current context cannot reach is: another GPU's memory, or host memory."""
+    if address is None:
+        return ""
+    try:
+        cu = driver.cu()
+        A = cu.CUpointer_attribute
+        err, ordinal = cu.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address)
+        current = int(driver.check(cu.cuCtxGetDevice(), "cuCtxGetDevice"))
+        if int(err) == 0 and int(ordinal) != current:
+            return (f"{address:#x} (memory of cuda:{int(ordinal)}; the launch is on cuda:{current}, "
+                    f"which has no peer access to it: launch on cuda:{int(ordinal)} or enable peer access)")
+    except Exception:  # the message must not fail; say what is known
+        pass
+    return f"{address:#x} (host memory? a CPU tensor? use a CUDA tensor or pinned host memory)"
+
+
 def diagnose(plan, base, args, exc):
     """Raise the precise error for a launch whose fast path failed with `exc`."""
     grid_x, grid_y, grid_z, stream, function, kernel_metadata = base
@@ -195,15 +212,16 @@ def diagnose(plan, base, args, exc):
     raise exc
 
 
-def launch_error(plan, rc) -> Exception:
-    """The exception for a failed launch (status rc from the native library)."""
+def launch_error(plan, rc, buf) -> Exception:
+    """The exception for a failed launch (status rc from the native library; buf: what was packed)."""
     _, lib = driver.native()
     if rc == lib.LAUNCHER_ERROR_BAD_POINTER:
         i = lib.launcher_last_bad_param()
         p = plan.params[i] if 0 <= i < len(plan.params) else None
         name = p.name if p else f"#{i}"
-        return ValueError(f"{_where(plan, name)}: the pointer cannot be accessed from the "
-                          "device (a CPU tensor? use a CUDA tensor or pinned host memory)")
+        address = struct.unpack_from("<Q", buf, p.offset)[0] if p else None
+        return ValueError(f"{_where(plan, name)}: the pointer {_whose(address)} cannot be accessed "
+                          "from the current device")
     if rc == lib.LAUNCHER_ERROR_TOO_LARGE:
         return ValueError(f"kernel {plan.kernel!r}: {plan.size} bytes of parameters "
                           "exceed what a kernel can take (32764)")
