@@ -170,18 +170,38 @@ def _check_node(plan, node, value):
         _check_leaf(plan, node.params[0], value)
 
 
+def _owning_device(cu, address, current):
+    """The other device whose context can reach `address`, or None (error path only)."""
+    A = cu.CUpointer_attribute
+    for ordinal in range(int(driver.check(cu.cuDeviceGetCount(), "cuDeviceGetCount"))):
+        if ordinal == current:
+            continue
+        dev = driver.check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
+        ctx = driver.check(cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+        try:
+            driver.check(cu.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+            try:
+                err, _ = cu.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address)
+            finally:
+                cu.cuCtxPopCurrent()
+        finally:
+            cu.cuDevicePrimaryCtxRelease(dev)
+        if int(err) == 0:
+            return ordinal
+    return None
+
+
 def _whose(address) -> str:
     """What an address the current context cannot reach is: another GPU's memory, or host memory."""
     if address is None:
         return ""
     try:
         cu = driver.cu()
-        A = cu.CUpointer_attribute
-        err, ordinal = cu.cuPointerGetAttribute(A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address)
         current = int(driver.check(cu.cuCtxGetDevice(), "cuCtxGetDevice"))
-        if int(err) == 0 and int(ordinal) != current:
-            return (f"{address:#x} (memory of cuda:{int(ordinal)}; the launch is on cuda:{current}, "
-                    f"which has no peer access to it: launch on cuda:{int(ordinal)} or enable peer access)")
+        owner = _owning_device(cu, address, current)
+        if owner is not None:
+            return (f"{address:#x} (memory of cuda:{owner}; the launch is on cuda:{current}, which has "
+                    f"no peer access to it: launch on cuda:{owner} or enable peer access)")
     except Exception:  # the message must not fail; say what is known
         pass
     return f"{address:#x} (host memory? a CPU tensor? use a CUDA tensor or pinned host memory)"
