@@ -83,14 +83,15 @@ class CacheStats:
     bytes_held: int = 0  # cubin bytes of all loaded modules
 
 
-def current_context(device: int):
-    """The current CUDA context, or `device`'s primary context made current (as Triton does)."""
-    cu = driver.cu()
-    ctx = driver.check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    if int(ctx) == 0:
-        dev = driver.check(cu.cuDeviceGet(device), f"cuDeviceGet({device})")
-        ctx = driver.check(cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-        driver.check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+def current_context(device: int) -> int:
+    """The current CUDA context (a handle), or `device`'s primary context made current when
+    there is none, as Triton's load_binary does. Asked of the native library: it is on the
+    path of every module-cache hit."""
+    ffi, lib = driver.native()
+    status = ffi.new("int *")
+    ctx = lib.launcher_current_context(device, status)
+    if status[0]:
+        raise driver.error_from_status(status[0], f"making a context current on device {device}")
     return ctx
 
 
@@ -224,12 +225,7 @@ class ModuleCache:
 
     # -- the driver calls (a test double of the cache's bookkeeping overrides these three) --
     def _context(self, device: int) -> int:
-        ffi, lib = driver.native()
-        status = ffi.new("int *")
-        ctx = lib.launcher_current_context(device, status)
-        if status[0]:
-            raise driver.error_from_status(status[0], f"making a context current on device {device}")
-        return ctx
+        return current_context(device)
 
     def _unload_module(self, entry: LoadedModule) -> None:
         cu = driver.cu()
