@@ -101,7 +101,7 @@ def _check_float(plan, name, ty, value):
         raise TypeError(f"{_where(plan, name)} expects {what}, got {_typename(value)}") from e
     except Exception as e:  # a user __float__ that raises something else
         raise _raised(plan, name, what, value, e) from e
-    code = {"fp16": "e", "bf16": "f", "fp32": "f", "f32": "f", "fp64": "d"}[ty]
+    code = sig.SCALARS[ty][0]  # the struct code the packer uses
     try:
         struct.pack("<" + code, f)
     except (OverflowError, struct.error):

@@ -33,22 +33,29 @@ def _default_capacity() -> int:
         raise ValueError(f"LAUNCHER_MODULE_CACHE_SIZE must be a non-negative int, got {value!r}") from None
 
 
+def device_attribute(device: int, name_or_value) -> int:
+    """cuDeviceGetAttribute of device ordinal `device`: a CU_DEVICE_ATTRIBUTE_* name (without
+    the prefix, e.g. "WARP_SIZE") or a raw enum value."""
+    cu = driver.cu()
+    A = cu.CUdevice_attribute
+    attr = getattr(A, "CU_DEVICE_ATTRIBUTE_" + name_or_value) if isinstance(name_or_value, str) else A(name_or_value)
+    dev = driver.check(cu.cuDeviceGet(device), f"cuDeviceGet({device})")
+    return driver.check(cu.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute")
+
+
+def device_capability(device: int) -> tuple:
+    return (device_attribute(device, "COMPUTE_CAPABILITY_MAJOR"),
+            device_attribute(device, "COMPUTE_CAPABILITY_MINOR"))
+
+
 def max_shared_memory(device: int) -> int:
     """Shared memory a block may use on `device`: the opt-in maximum, or on sm_107 with
     Triton 3.8+ the oversized maximum (Triton's get_device_properties()["max_shared_mem"])."""
     from launcher.versions import triton_version
 
-    cu = driver.cu()
-    A = cu.CUdevice_attribute
-    dev = driver.check(cu.cuDeviceGet(device), f"cuDeviceGet({device})")
-
-    def attr(a):
-        return driver.check(cu.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute")
-
-    cc = (attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
-    if cc == (10, 7) and triton_version() >= (3, 8):
-        return attr(A(150))  # CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK
-    return attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+    if device_capability(device) == (10, 7) and triton_version() >= (3, 8):
+        return device_attribute(device, 150)  # CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK
+    return device_attribute(device, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
 
 
 class SharedMemoryError(ValueError):
@@ -64,8 +71,12 @@ class LoadedModule:
     n_regs: int
     n_spills: int
     n_max_threads: int
-    size: int  # bytes of the cubin
     refs: int = 0
+
+    @property
+    def size(self) -> int:
+        """Bytes of the cubin."""
+        return len(self.cubin)
 
     def result(self) -> tuple:
         """What Triton's load_binary returns."""
@@ -260,8 +271,7 @@ class ModuleCache:
         except BaseException:
             cu.cuModuleUnload(mod)
             raise
-        return LoadedModule(key, kernel, int(mod), int(fn), int(n_regs), int(local) // 4, int(max_threads),
-                            len(kernel))
+        return LoadedModule(key, kernel, int(mod), int(fn), int(n_regs), int(local) // 4, int(max_threads))
 
     @staticmethod
     def _allow_large_shared(cu, fn, dev, optin, name):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 
 from launcher import driver
-from launcher.modules import ModuleCache, current_context, max_shared_memory
+from launcher.modules import ModuleCache, current_context, device_attribute, device_capability, max_shared_memory
 from launcher.tensormap import TensorMap, encode_tiled
 from launcher.versions import triton_version
 
@@ -44,29 +44,18 @@ class CudaUtils:
 
     # -- devices --
     def get_device_properties(self, device):
-        cu = driver.cu()
-        A = cu.CUdevice_attribute
-        dev = driver.check(cu.cuDeviceGet(device), f"cuDeviceGet({device})")
-
-        def attr(a):
-            return driver.check(cu.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute")
-
         return {
             "max_shared_mem": max_shared_memory(device),
-            "max_num_regs": attr(A.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK),
-            "multiprocessor_count": attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
-            "warpSize": attr(A.CU_DEVICE_ATTRIBUTE_WARP_SIZE),
-            "sm_clock_rate": attr(A.CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
-            "mem_clock_rate": attr(A.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
-            "mem_bus_width": attr(A.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
+            "max_num_regs": device_attribute(device, "MAX_REGISTERS_PER_BLOCK"),
+            "multiprocessor_count": device_attribute(device, "MULTIPROCESSOR_COUNT"),
+            "warpSize": device_attribute(device, "WARP_SIZE"),
+            "sm_clock_rate": device_attribute(device, "CLOCK_RATE"),
+            "mem_clock_rate": device_attribute(device, "MEMORY_CLOCK_RATE"),
+            "mem_bus_width": device_attribute(device, "GLOBAL_MEMORY_BUS_WIDTH"),
         }
 
     def get_device_capability(self, device):
-        cu = driver.cu()
-        A = cu.CUdevice_attribute
-        dev = driver.check(cu.cuDeviceGet(device), f"cuDeviceGet({device})")
-        return (driver.check(cu.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), ""),
-                driver.check(cu.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), ""))
+        return device_capability(device)
 
     def get_current_device(self):
         current_context(0)

@@ -26,7 +26,7 @@ class RecordingCache(ModuleCache):
         time.sleep(self.load_delay)
         self._next += 1
         self.loaded.append((name, key[-1]))
-        return LoadedModule(key, kernel, self._next, self._next + 1000, 32, 0, 1024, len(kernel))
+        return LoadedModule(key, kernel, self._next, self._next + 1000, 32, 0, 1024)
 
     def _unload_module(self, entry):
         self.unloaded.append(entry.module)
