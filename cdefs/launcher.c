@@ -1,33 +1,19 @@
 /* launcher's native library: one variadic kernel launch over cuLaunchKernelEx.
  *
- * Built once by cffi when the package is installed (cdefs/build.py).  It needs no CUDA headers:
- * the few driver types and functions it uses are declared here, and libcuda.so.1 is opened with
- * dlopen on first use, so importing the package never needs a GPU.  Policy (argument checks,
- * planning, hooks, scratch allocation) lives in Python; this file only does what must be fast. */
+ * Built once by cffi when the package is installed (cdefs/build.py).  Its API is
+ * cdefs/launcher.h, which cffi reads too.  It needs no CUDA headers: the few driver types it
+ * uses are declared below, and libcuda.so.1 is opened with dlopen on first use, so importing
+ * the package never needs a GPU.
+ *
+ * It trusts nothing it is handed: a plan is validated once, when it is made (its parameters
+ * lie inside the buffer, their kinds are known, the total fits the parameter space), and every
+ * launch checks that its buffer has exactly the plan's size. */
+#include "launcher.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define LAUNCHER_PARAM_VALUE 0
-#define LAUNCHER_PARAM_POINTER 1
-#define LAUNCHER_PARAM_TENSORMAP 2
-
-#define LAUNCHER_ERROR_NO_DRIVER (-1)
-#define LAUNCHER_ERROR_NO_SYMBOL (-2)
-#define LAUNCHER_ERROR_BAD_POINTER (-3)
-#define LAUNCHER_ERROR_TOO_LARGE (-4)
-
-typedef struct {
-    int n_params;
-    int args_size;
-    const int *offsets;
-    const int *sizes;
-    const unsigned char *kinds;
-    int launch_cooperative_grid;
-    int launch_pdl;
-} launcher_plan;
 
 /* ---- the driver types we use (layouts as in cuda.h, CUDA 12/13) ---- */
 typedef int CUresult;
@@ -45,27 +31,11 @@ enum {
     CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
     CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
     CU_MEMORYTYPE_DEVICE = 2,
-    CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
-    CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
-    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
-    CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5,
-    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
-    CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE = 18, /* CUDA 13.1+; as Triton 3.8+ uses it */
-    CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED = 3,
-    CU_CLUSTER_SCHEDULING_POLICY_SPREAD = 1,
-    CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
-    CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
-    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
-    CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1,
 };
 
 typedef union {
     char pad[64];
-    int cooperative;
-    int programmaticStreamSerializationAllowed;
-    int clusterSchedulingPolicyPreference;
-    int sharedMemoryMode;
-    struct { unsigned int x, y, z; } clusterDim;
+    unsigned int values[3];
 } CUlaunchAttributeValue;
 
 typedef struct {
@@ -90,13 +60,10 @@ static struct {
     CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
     CUresult (*cuCtxGetCurrent)(CUcontext *);
     CUresult (*cuCtxSetCurrent)(CUcontext);
+    CUresult (*cuCtxGetDevice)(CUdevice *);
     CUresult (*cuDeviceGet)(CUdevice *, int);
     CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
     CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
-    CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
-    CUresult (*cuGetErrorName)(CUresult, const char **);
-    CUresult (*cuGetErrorString)(CUresult, const char **);
-    CUresult (*cuDriverGetVersion)(int *);
     CUresult (*cuTensorMapEncodeTiled)(void *, int, uint32_t, void *, const uint64_t *,
                                        const uint64_t *, const uint32_t *, const uint32_t *,
                                        int, int, int, int);
@@ -121,13 +88,10 @@ static void cu_open(void) {
     LOAD(cuLaunchKernelEx);
     LOAD(cuCtxGetCurrent);
     LOAD(cuCtxSetCurrent);
+    LOAD(cuCtxGetDevice);
     LOAD(cuDeviceGet);
     LOAD(cuDevicePrimaryCtxRetain);
     LOAD(cuPointerGetAttribute);
-    LOAD(cuFuncSetAttribute);
-    LOAD(cuGetErrorName);
-    LOAD(cuGetErrorString);
-    LOAD(cuDriverGetVersion);
     LOAD(cuTensorMapEncodeTiled);
 #undef LOAD
     cu.status = cu.cuInit(0);
@@ -136,23 +100,6 @@ static void cu_open(void) {
 int launcher_driver_init(void) {
     pthread_once(&cu_once, cu_open);
     return cu.status;
-}
-
-/* These work once libcuda.so.1 is open, even when cuInit itself failed (to say why). */
-const char *launcher_error_name(int code) {
-    const char *s = NULL;
-    launcher_driver_init();
-    if (cu.cuGetErrorName && cu.cuGetErrorName(code, &s) == CUDA_SUCCESS)
-        return s;
-    return NULL;
-}
-
-const char *launcher_error_string(int code) {
-    const char *s = NULL;
-    launcher_driver_init();
-    if (cu.cuGetErrorString && cu.cuGetErrorString(code, &s) == CUDA_SUCCESS)
-        return s;
-    return NULL;
 }
 
 /* The current context; with none, `device`'s primary context is made current (as Triton does:
@@ -176,6 +123,18 @@ uint64_t launcher_current_context(int device, int *status) {
         rc = current_context(&ctx, device);
     *status = rc;
     return rc == 0 ? (uint64_t)(uintptr_t)ctx : 0;
+}
+
+int launcher_current_device(int *status) {
+    CUcontext ctx = NULL;
+    CUdevice dev = 0;
+    int rc = launcher_driver_init();
+    if (rc == 0)
+        rc = current_context(&ctx, 0);
+    if (rc == 0)
+        rc = cu.cuCtxGetDevice(&dev);
+    *status = rc;
+    return rc == 0 ? (int)dev : -1;
 }
 
 /* ---- pointer checks ----
@@ -208,12 +167,17 @@ void launcher_pointer_cache_clear(void) {
     __atomic_fetch_add(&range_generation, 1, __ATOMIC_RELAXED);
 }
 
+static inline uint64_t range_gen(void) {
+    return __atomic_load_n(&range_generation, __ATOMIC_RELAXED);
+}
+
 static inline int range_cached(const range_entry *e, CUcontext ctx, uint64_t p, uint64_t gen) {
     return e->ctx == ctx && e->generation == gen && p >= e->start && p < e->end;
 }
 
-static CUresult check_pointer(CUcontext ctx, uint64_t *ptr) {
-    uint64_t p = *ptr, gen = __atomic_load_n(&range_generation, __ATOMIC_RELAXED);
+/* Check that `p` is reachable from `ctx`; *translated gets the address the kernel must use. */
+static CUresult check_pointer(CUcontext ctx, uint64_t p, uint64_t gen, uint64_t *translated) {
+    *translated = p;
     if (range_cached(&range_cache[range_last_hit], ctx, p, gen)) {
         range_hits++;
         return CUDA_SUCCESS;
@@ -230,7 +194,7 @@ static CUresult check_pointer(CUcontext ctx, uint64_t *ptr) {
     CUresult rc = cu.cuPointerGetAttribute(&dev_ptr, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, p);
     if (rc != CUDA_SUCCESS)
         return rc;
-    *ptr = dev_ptr;
+    *translated = dev_ptr;
     unsigned int mem_type = 0;
     uint64_t start = 0, size = 0;
     if (cu.cuPointerGetAttribute(&mem_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) == CUDA_SUCCESS &&
@@ -248,187 +212,380 @@ static CUresult check_pointer(CUcontext ctx, uint64_t *ptr) {
     return CUDA_SUCCESS;
 }
 
+/* ---- plans ---- */
+#define PLAN_MAGIC 0x4c504c4eu /* "LPLN" */
+#define ATTR_VALUES 3
+
+struct launcher_plan {
+    uint32_t magic;
+    int n_params, args_size, out_size, n_pointers;
+    uint32_t block_x, shared, cluster_x;
+    unsigned int n_attrs;
+    CUlaunchAttribute attrs[LAUNCHER_MAX_ATTRS];
+    int *offsets, *sizes;
+    unsigned char *kinds;
+};
+
+static int plan_fail(int *detail, int *where, int why, int index) {
+    *detail = why;
+    *where = index;
+    return 0;
+}
+
+static int known_attr(int id) {
+    return id == LAUNCHER_ATTR_COOPERATIVE || id == LAUNCHER_ATTR_CLUSTER_DIMENSION ||
+           id == LAUNCHER_ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE ||
+           id == LAUNCHER_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION ||
+           id == LAUNCHER_ATTR_SHARED_MEMORY_MODE;
+}
+
+/* Everything that makes a plan safe to launch: checked once, here. */
+static int plan_valid(int n_params, const int *offsets, const int *sizes, const unsigned char *kinds,
+                      int args_size, uint32_t block_x, uint32_t cluster_x, int n_attrs,
+                      const int *attr_ids, int *detail, int *where) {
+    const int header = (int)sizeof(launcher_header);
+    if (n_params < 0 || n_params > LAUNCHER_MAX_PARAM_BYTES)
+        return plan_fail(detail, where, LAUNCHER_PLAN_TOO_MANY_PARAMS, n_params);
+    /* The buffer holds the header and the parameters with their alignment padding. */
+    if (args_size < header || args_size > header + 2 * LAUNCHER_MAX_PARAM_BYTES)
+        return plan_fail(detail, where, LAUNCHER_PLAN_BAD_SIZE, args_size);
+    if (n_params > 0 && (!offsets || !sizes || !kinds))
+        return plan_fail(detail, where, LAUNCHER_PLAN_BAD_OFFSET, 0);
+    int end = header; /* where the last parameter ends: the parameter space, padding included */
+    for (int i = 0; i < n_params; i++) {
+        int kind = kinds[i], size = sizes[i], offset = offsets[i];
+        if (kind != LAUNCHER_PARAM_VALUE && kind != LAUNCHER_PARAM_POINTER &&
+            kind != LAUNCHER_PARAM_TENSORMAP)
+            return plan_fail(detail, where, LAUNCHER_PLAN_BAD_KIND, i);
+        if (size <= 0 || size > LAUNCHER_MAX_PARAM_BYTES ||
+            (kind == LAUNCHER_PARAM_POINTER && size != 8) ||
+            (kind == LAUNCHER_PARAM_TENSORMAP && size != 128))
+            return plan_fail(detail, where, LAUNCHER_PLAN_BAD_PARAM_SIZE, i);
+        int align = kind == LAUNCHER_PARAM_POINTER ? 8 : kind == LAUNCHER_PARAM_TENSORMAP ? 64 : 1;
+        if (offset < header || offset > args_size - size || offset % align != 0)
+            return plan_fail(detail, where, LAUNCHER_PLAN_BAD_OFFSET, i);
+        if (offset + size > end)
+            end = offset + size;
+    }
+    if (end - header > LAUNCHER_MAX_PARAM_BYTES)
+        return plan_fail(detail, where, LAUNCHER_PLAN_TOO_LARGE, end - header);
+    if (block_x == 0 || cluster_x == 0)
+        return plan_fail(detail, where, LAUNCHER_PLAN_BAD_BLOCK, 0);
+    if (n_attrs < 0 || n_attrs > LAUNCHER_MAX_ATTRS || (n_attrs > 0 && !attr_ids))
+        return plan_fail(detail, where, LAUNCHER_PLAN_BAD_ATTRS, n_attrs);
+    for (int i = 0; i < n_attrs; i++)
+        if (!known_attr(attr_ids[i]))
+            return plan_fail(detail, where, LAUNCHER_PLAN_BAD_ATTRS, i);
+    return 1;
+}
+
+launcher_plan *launcher_plan_new(int n_params, const int *offsets, const int *sizes,
+                                 const unsigned char *kinds, int args_size, uint32_t block_x,
+                                 uint32_t shared, uint32_t cluster_x, int n_attrs,
+                                 const int *attr_ids, const uint32_t *attr_values, int *detail,
+                                 int *where) {
+    *detail = LAUNCHER_PLAN_OK;
+    *where = -1;
+    if (!plan_valid(n_params, offsets, sizes, kinds, args_size, block_x, cluster_x, n_attrs,
+                    attr_ids, detail, where))
+        return NULL;
+    size_t arrays = (size_t)n_params * (2 * sizeof(int) + 1);
+    launcher_plan *plan = calloc(1, sizeof *plan + arrays);
+    if (!plan) {
+        *detail = -1;
+        return NULL;
+    }
+    plan->offsets = (int *)(plan + 1);
+    plan->sizes = plan->offsets + n_params;
+    plan->kinds = (unsigned char *)(plan->sizes + n_params);
+    if (n_params > 0) {
+        memcpy(plan->offsets, offsets, (size_t)n_params * sizeof(int));
+        memcpy(plan->sizes, sizes, (size_t)n_params * sizeof(int));
+        memcpy(plan->kinds, kinds, (size_t)n_params);
+    }
+    plan->n_params = n_params;
+    plan->args_size = args_size;
+    for (int i = 0; i < n_params; i++) {
+        plan->out_size += sizes[i];
+        plan->n_pointers += kinds[i] == LAUNCHER_PARAM_POINTER;
+    }
+    plan->block_x = block_x;
+    plan->shared = shared;
+    plan->cluster_x = cluster_x;
+    plan->n_attrs = (unsigned int)n_attrs;
+    for (int i = 0; i < n_attrs; i++) {
+        plan->attrs[i].id = attr_ids[i];
+        for (int j = 0; j < ATTR_VALUES; j++)
+            plan->attrs[i].value.values[j] = attr_values[i * ATTR_VALUES + j];
+    }
+    plan->magic = PLAN_MAGIC;
+    return plan;
+}
+
+void launcher_plan_free(launcher_plan *plan) {
+    if (plan) {
+        plan->magic = 0;
+        free(plan);
+    }
+}
+
+int launcher_plan_dry_run_size(const launcher_plan *plan) {
+    return plan && plan->magic == PLAN_MAGIC ? plan->out_size : -1;
+}
+
+static inline int plan_ok(const launcher_plan *plan, size_t args_len) {
+    if (!plan || plan->magic != PLAN_MAGIC)
+        return LAUNCHER_ERROR_BAD_PLAN;
+    return args_len == (size_t)plan->args_size ? 0 : LAUNCHER_ERROR_BAD_BUFFER;
+}
+
 /* ---- the launch ---- */
 #define INLINE_PARAMS 256
 #define INLINE_BYTES 4096
-#define MAX_PARAM_BYTES 32764 /* CUDA 12.1+ allows 32764 bytes of kernel parameters */
 
+/* Parameter storage: 128-byte aligned (CUtensorMap), inline for ordinary kernels. */
 typedef struct {
-    _Alignas(128) unsigned char bytes[INLINE_BYTES];
-    void *params[INLINE_PARAMS];
-} inline_storage;
+    _Alignas(128) unsigned char inline_bytes[INLINE_BYTES];
+    void *inline_params[INLINE_PARAMS];
+    unsigned char *bytes;
+    void **params;
+    void *heap;
+} param_storage;
 
-/* The packed buffer starts with this header (HEADER_FORMAT in launcher/signature.py). */
-typedef struct {
-    uint64_t function, stream;
-    int32_t grid_x, grid_y, grid_z;
-    uint16_t num_warps, num_ctas;
-    uint32_t shared_memory, reserved;
-} launch_header;
+static int storage_init(param_storage *s, const launcher_plan *plan) {
+    s->bytes = s->inline_bytes;
+    s->params = s->inline_params;
+    s->heap = NULL;
+    if (plan->n_params > INLINE_PARAMS || plan->args_size > INLINE_BYTES) {
+        size_t params_at = ((size_t)plan->args_size + 127) & ~(size_t)127;
+        if (posix_memalign(&s->heap, 128, params_at + sizeof(void *) * (size_t)plan->n_params) != 0)
+            return LAUNCHER_ERROR_NO_MEMORY;
+        s->bytes = s->heap;
+        s->params = (void **)((char *)s->heap + params_at);
+    }
+    return 0;
+}
 
-static int launch_impl(const launcher_plan *plan, const char *args, char *dry_run_out, int count) {
-    launch_header h;
-    memcpy(&h, args, sizeof h);
-    uint64_t function = h.function, stream = h.stream;
-    int grid_x = h.grid_x, grid_y = h.grid_y, grid_z = h.grid_z;
-    unsigned int num_warps = h.num_warps, num_ctas = h.num_ctas, shared_memory = h.shared_memory;
-    int n = plan->n_params, size = plan->args_size;
-    if (size - (int)sizeof(launch_header) > MAX_PARAM_BYTES)
-        return LAUNCHER_ERROR_TOO_LARGE;
-    if (!dry_run_out) {
-        int rc = launcher_driver_init();
-        if (rc != 0)
+/* Check every pointer parameter in `bytes` against `ctx`, storing the translated addresses. */
+static CUresult check_pointers(const launcher_plan *plan, unsigned char *bytes, CUcontext ctx) {
+    if (plan->n_pointers == 0)
+        return CUDA_SUCCESS;
+    uint64_t gen = range_gen();
+    for (int i = 0; i < plan->n_params; i++) {
+        if (plan->kinds[i] != LAUNCHER_PARAM_POINTER)
+            continue;
+        uint64_t *slot = (uint64_t *)(bytes + plan->offsets[i]); /* 8-aligned: validated */
+        uint64_t p = *slot, translated;
+        if (p == 0)
+            continue;
+        CUresult rc = check_pointer(ctx, p, gen, &translated);
+        if (rc != CUDA_SUCCESS) {
+            if (rc == CUDA_ERROR_INVALID_VALUE) {
+                last_bad_param = i;
+                return LAUNCHER_ERROR_BAD_POINTER;
+            }
             return rc;
+        }
+        if (translated != p)
+            __atomic_store_n(slot, translated, __ATOMIC_RELAXED);
     }
+    return CUDA_SUCCESS;
+}
 
-    inline_storage local;
-    unsigned char *bytes = local.bytes;
-    void **params = local.params;
-    void *heap = NULL;
-    if (n > INLINE_PARAMS || size > INLINE_BYTES) {
-        size_t params_at = ((size_t)size + 127) & ~(size_t)127;
-        if (posix_memalign(&heap, 128, params_at + sizeof(void *) * (size_t)n) != 0)
-            return LAUNCHER_ERROR_TOO_LARGE;
-        bytes = heap;
-        params = (void **)((char *)heap + params_at);
-    }
-    memcpy(bytes, args, (size_t)size);
-    for (int i = 0; i < n; i++)
-        params[i] = bytes + plan->offsets[i];
+/* 0 and *config filled, 1 for a grid with nothing to launch, or LAUNCHER_ERROR_BAD_GRID. */
+static int make_config(const launcher_plan *plan, const launcher_header *h, CUlaunchConfig *config) {
+    if (h->grid_x <= 0 || h->grid_y <= 0 || h->grid_z <= 0)
+        return 1; /* nothing to launch, as in Triton (decided per axis: no overflowing product) */
+    if ((uint64_t)(uint32_t)h->grid_x * plan->cluster_x > 0xFFFFFFFFull)
+        return LAUNCHER_ERROR_BAD_GRID;
+    config->gridDimX = (unsigned int)h->grid_x * plan->cluster_x;
+    config->gridDimY = (unsigned int)h->grid_y;
+    config->gridDimZ = (unsigned int)h->grid_z;
+    config->blockDimX = plan->block_x;
+    config->blockDimY = 1;
+    config->blockDimZ = 1;
+    config->sharedMemBytes = plan->shared;
+    config->hStream = (CUstream)(uintptr_t)h->stream;
+    config->attrs = (CUlaunchAttribute *)plan->attrs;
+    config->numAttrs = plan->n_attrs;
+    return 0;
+}
 
-    int rc = CUDA_SUCCESS;
+static int launch_impl(const launcher_plan *plan, const char *args, size_t args_len,
+                       char *dry_run_out, size_t out_len, int count) {
+    int rc = plan_ok(plan, args_len);
+    if (rc != 0)
+        return rc;
+    if (dry_run_out && out_len < (size_t)plan->out_size)
+        return LAUNCHER_ERROR_BAD_BUFFER;
+    if (!dry_run_out && (rc = launcher_driver_init()) != 0)
+        return rc;
+    launcher_header h;
+    memcpy(&h, args, sizeof h);
+
+    param_storage s;
+    if ((rc = storage_init(&s, plan)) != 0)
+        return rc;
+    memcpy(s.bytes, args, (size_t)plan->args_size);
+    for (int i = 0; i < plan->n_params; i++)
+        s.params[i] = s.bytes + plan->offsets[i];
+
     if (dry_run_out) {
-        for (int i = 0; i < n; i++) {
-            memcpy(dry_run_out, params[i], (size_t)plan->sizes[i]);
+        for (int i = 0; i < plan->n_params; i++) {
+            memcpy(dry_run_out, s.params[i], (size_t)plan->sizes[i]);
             dry_run_out += plan->sizes[i];
         }
         goto done;
     }
-
     CUcontext ctx = NULL;
     if ((rc = current_context(&ctx, 0)) != CUDA_SUCCESS)
         goto done;
-    for (int i = 0; i < n; i++) {
-        if (plan->kinds[i] != LAUNCHER_PARAM_POINTER)
-            continue;
-        uint64_t *p = (uint64_t *)params[i];
-        if (*p == 0)
-            continue;
-        rc = check_pointer(ctx, p);
-        if (rc != CUDA_SUCCESS) {
-            if (rc == CUDA_ERROR_INVALID_VALUE) {
-                last_bad_param = i;
-                rc = LAUNCHER_ERROR_BAD_POINTER;
-            }
-            goto done;
-        }
-    }
-    if (grid_x <= 0 || grid_y <= 0 || grid_z <= 0)
-        goto done; /* nothing to launch, as in Triton (decided per axis: no overflowing product) */
-
-    CUlaunchAttribute attrs[5]; /* at most all five at once; only the used ones are set */
-    unsigned int n_attrs = 0;
-    if (shared_memory > 228 * 1024 || plan->launch_pdl || plan->launch_cooperative_grid || num_ctas != 1)
-        memset(attrs, 0, sizeof attrs);
-    if (shared_memory > 228 * 1024) {
-        attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE;
-        attrs[n_attrs++].value.sharedMemoryMode = CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED;
-    }
-    if (plan->launch_pdl) {
-        attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attrs[n_attrs++].value.programmaticStreamSerializationAllowed = 1;
-    }
-    if (plan->launch_cooperative_grid) {
-        attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-        attrs[n_attrs++].value.cooperative = 1;
-    }
-    if (num_ctas != 1) {
-        attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attrs[n_attrs].value.clusterDim.x = num_ctas;
-        attrs[n_attrs].value.clusterDim.y = 1;
-        attrs[n_attrs++].value.clusterDim.z = 1;
-        attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
-        attrs[n_attrs++].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_SPREAD;
-    }
-    if (num_ctas == 16) { /* a non-portable cluster size, allowed on H100/B200 */
-        rc = cu.cuFuncSetAttribute((CUfunction)(uintptr_t)function,
-                                   CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
-        if (rc != CUDA_SUCCESS)
-            goto done;
-    }
-
-    if ((uint64_t)grid_x * num_ctas > 0xFFFFFFFFull) {
-        rc = CUDA_ERROR_INVALID_VALUE; /* the grid in blocks would not fit the driver's uint */
+    if ((rc = check_pointers(plan, s.bytes, ctx)) != CUDA_SUCCESS)
+        goto done;
+    CUlaunchConfig config;
+    if ((rc = make_config(plan, &h, &config)) != 0) {
+        rc = rc == 1 ? CUDA_SUCCESS : rc;
         goto done;
     }
-    CUlaunchConfig config;
-    config.gridDimX = (unsigned int)grid_x * num_ctas;
-    config.gridDimY = (unsigned int)grid_y;
-    config.gridDimZ = (unsigned int)grid_z;
-    config.blockDimX = 32u * num_warps;
-    config.blockDimY = 1;
-    config.blockDimZ = 1;
-    config.sharedMemBytes = shared_memory;
-    config.hStream = (CUstream)(uintptr_t)stream;
-    config.attrs = attrs;
-    config.numAttrs = n_attrs;
     for (int i = 0; i < count && rc == CUDA_SUCCESS; i++)
-        rc = cu.cuLaunchKernelEx(&config, (CUfunction)(uintptr_t)function, params, NULL);
-
+        rc = cu.cuLaunchKernelEx(&config, (CUfunction)(uintptr_t)h.function, s.params, NULL);
 done:
-    free(heap);
+    free(s.heap);
     return rc;
 }
 
-int launcher_launch(const launcher_plan *plan, const char *args, char *dry_run_out) {
-    return launch_impl(plan, args, dry_run_out, 1);
+int launcher_launch(const launcher_plan *plan, const char *args, size_t args_len,
+                    char *dry_run_out, size_t out_len) {
+    return launch_impl(plan, args, args_len, dry_run_out, out_len, 1);
 }
 
-int launcher_launch_repeat(const launcher_plan *plan, const char *args, int count) {
-    return launch_impl(plan, args, NULL, count);
+int launcher_launch_repeat(const launcher_plan *plan, const char *args, size_t args_len, int count) {
+    return launch_impl(plan, args, args_len, NULL, 0, count);
+}
+
+/* ---- launches packed once ---- */
+struct launcher_bound {
+    const launcher_plan *plan;
+    launcher_header header;
+    unsigned char *given;  /* the buffer as it was handed over (pointers untranslated) */
+    unsigned char *bytes;  /* 128-byte-aligned copy the kernel parameters point into */
+    void **params;
+    pthread_mutex_t lock;  /* held while pointers are checked and translated */
+    CUcontext checked_ctx; /* the context and cache generation the pointers were checked for */
+    uint64_t checked_gen;
+};
+
+launcher_bound *launcher_bound_new(const launcher_plan *plan, const char *args, size_t args_len,
+                                   int *status) {
+    int rc = plan_ok(plan, args_len);
+    if (rc != 0) {
+        *status = rc;
+        return NULL;
+    }
+    size_t size = (size_t)plan->args_size, bytes_at = (sizeof(launcher_bound) + 127) & ~(size_t)127;
+    size_t given_at = bytes_at + ((size + 127) & ~(size_t)127);
+    size_t params_at = (given_at + size + 7) & ~(size_t)7;
+    void *mem = NULL;
+    if (posix_memalign(&mem, 128, params_at + sizeof(void *) * (size_t)plan->n_params) != 0) {
+        *status = LAUNCHER_ERROR_NO_MEMORY;
+        return NULL;
+    }
+    launcher_bound *b = mem;
+    memset(b, 0, sizeof *b);
+    b->plan = plan;
+    b->bytes = (unsigned char *)mem + bytes_at;
+    b->given = (unsigned char *)mem + given_at;
+    b->params = (void **)((char *)mem + params_at);
+    memcpy(&b->header, args, sizeof b->header);
+    memcpy(b->given, args, size);
+    memcpy(b->bytes, args, size);
+    for (int i = 0; i < plan->n_params; i++)
+        b->params[i] = b->bytes + plan->offsets[i];
+    pthread_mutex_init(&b->lock, NULL);
+    *status = 0;
+    return b;
+}
+
+void launcher_bound_free(launcher_bound *b) {
+    if (b) {
+        pthread_mutex_destroy(&b->lock);
+        free(b);
+    }
+}
+
+/* Check the pointers again unless they were checked for this context and cache generation. */
+static CUresult bound_check(launcher_bound *b, CUcontext ctx) {
+    if (b->plan->n_pointers == 0)
+        return CUDA_SUCCESS;
+    uint64_t gen = range_gen();
+    if (__atomic_load_n(&b->checked_ctx, __ATOMIC_ACQUIRE) == ctx &&
+        __atomic_load_n(&b->checked_gen, __ATOMIC_ACQUIRE) == gen)
+        return CUDA_SUCCESS;
+    pthread_mutex_lock(&b->lock);
+    CUresult rc = CUDA_SUCCESS;
+    const launcher_plan *plan = b->plan;
+    for (int i = 0; i < plan->n_params && rc == CUDA_SUCCESS; i++) {
+        if (plan->kinds[i] != LAUNCHER_PARAM_POINTER)
+            continue;
+        uint64_t p, translated;
+        memcpy(&p, b->given + plan->offsets[i], 8);
+        if (p == 0)
+            continue;
+        rc = check_pointer(ctx, p, gen, &translated);
+        if (rc == CUDA_ERROR_INVALID_VALUE) {
+            last_bad_param = i;
+            rc = LAUNCHER_ERROR_BAD_POINTER;
+        }
+        if (rc == CUDA_SUCCESS)
+            __atomic_store_n((uint64_t *)(b->bytes + plan->offsets[i]), translated, __ATOMIC_RELAXED);
+    }
+    if (rc == CUDA_SUCCESS) {
+        __atomic_store_n(&b->checked_gen, gen, __ATOMIC_RELEASE);
+        __atomic_store_n(&b->checked_ctx, ctx, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
+int launcher_bound_repeat(launcher_bound *b, int count) {
+    if (!b || !b->plan || b->plan->magic != PLAN_MAGIC)
+        return LAUNCHER_ERROR_BAD_PLAN;
+    int rc = launcher_driver_init();
+    if (rc != 0)
+        return rc;
+    CUcontext ctx = NULL;
+    if ((rc = current_context(&ctx, 0)) != CUDA_SUCCESS)
+        return rc;
+    if ((rc = bound_check(b, ctx)) != CUDA_SUCCESS)
+        return rc;
+    CUlaunchConfig config;
+    if ((rc = make_config(b->plan, &b->header, &config)) != 0)
+        return rc == 1 ? CUDA_SUCCESS : rc;
+    CUfunction fn = (CUfunction)(uintptr_t)b->header.function;
+    for (int i = 0; i < count && rc == CUDA_SUCCESS; i++)
+        rc = cu.cuLaunchKernelEx(&config, fn, b->params, NULL);
+    return rc;
+}
+
+int launcher_bound_launch(launcher_bound *b) {
+    return launcher_bound_repeat(b, 1);
 }
 
 /* ---- tensor maps ---- */
-int launcher_encode_tiled(char *out, int elem_type, int rank, uint64_t global_address,
-                          const uint64_t *shape, const uint64_t *strides, const uint32_t *box,
-                          int elem_size, int swizzle, int nan_padding, int clear_bit21) {
+int launcher_encode_tiled(char *out_128_bytes, int elem_type, uint32_t rank, uint64_t global_address,
+                          const uint64_t *dims, const uint64_t *byte_strides, const uint32_t *box,
+                          const uint32_t *elem_strides, int interleave, int swizzle,
+                          int l2_promotion, int oob_fill) {
     int rc = launcher_driver_init();
     if (rc != 0)
         return rc;
     if (rank < 1 || rank > 5)
         return CUDA_ERROR_INVALID_VALUE;
-    /* The driver takes dimensions innermost first, byte strides of the rank-1 outer dims. */
-    uint64_t dims[5], byte_strides[5];
-    uint32_t boxes[5], elem_strides[5] = {1, 1, 1, 1, 1};
-    for (int i = 0; i < rank; i++) {
-        dims[i] = shape[rank - 1 - i];
-        boxes[i] = box[rank - 1 - i];
-    }
-    for (int i = 0; i + 1 < rank; i++)
-        byte_strides[i] = strides[rank - 2 - i] * (uint64_t)elem_size;
     _Alignas(128) unsigned char map[128];
-    rc = cu.cuTensorMapEncodeTiled(map, elem_type, (uint32_t)rank, (void *)(uintptr_t)global_address,
-                                   dims, byte_strides, boxes, elem_strides,
-                                   CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                                   nan_padding ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
-                                               : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    if (clear_bit21) {
-        int version = 0;
-        if (cu.cuDriverGetVersion(&version) == CUDA_SUCCESS && version <= 13010) {
-            uint64_t max_byte_index = 0;
-            for (int i = 0; i < rank; i++)
-                max_byte_index += (dims[i] - 1) * (i == 0 ? (uint64_t)elem_size : byte_strides[i - 1]);
-            if (max_byte_index + 1 < 128 * 1024) {
-                uint64_t word;
-                memcpy(&word, map + 8, 8);
-                word &= ~(1ull << 21);
-                memcpy(map + 8, &word, 8);
-            }
-        }
-    }
-    memcpy(out, map, 128);
-    return CUDA_SUCCESS;
+    rc = cu.cuTensorMapEncodeTiled(map, elem_type, rank, (void *)(uintptr_t)global_address, dims,
+                                   byte_strides, box, elem_strides, interleave, swizzle,
+                                   l2_promotion, oob_fill);
+    if (rc == CUDA_SUCCESS)
+        memcpy(out_128_bytes, map, 128);
+    return rc;
 }

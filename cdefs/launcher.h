@@ -1,65 +1,144 @@
-/* The C API of launcher's native library, as handed to cffi's ffi.cdef().
- * Plain declarations only: no preprocessor, no CUDA headers.
- * The implementation is cdefs/launcher.c; Python reaches it as launcher._native.lib. */
+/* launcher's native library: the one header shared by cdefs/launcher.c and Python.
+ *
+ * launcher.c includes it; cdefs/build.py hands the same text to cffi's ffi.cdef() with the
+ * preprocessor lines removed, so every constant, struct and prototype is written once.
+ * Python reads the numbers below as lib.NAME and the layout of launcher_header with
+ * ffi.sizeof / ffi.typeof; it repeats none of them.
+ *
+ * What this library does: open libcuda.so.1 (dlopen, on first use), find the current context,
+ * check pointer arguments (with a per-thread cache of device memory ranges), call
+ * cuLaunchKernelEx with launch attributes Python computed, write the parameter bytes instead
+ * (the dry run), and launch in a C loop (the benchmarks' floor).  Policy (argument checks,
+ * planning, launch attributes, shared-memory opt-in, tensor-map conventions) lives in Python. */
+#ifndef LAUNCHER_H
+#define LAUNCHER_H
+#include <stddef.h>
+#include <stdint.h>
 
-/* How one kernel signature is laid out, planned once in Python (launcher/signature.py). */
+/* Kinds of kernel parameter. */
+enum {
+    LAUNCHER_PARAM_VALUE = 0,     /* bytes passed as they are */
+    LAUNCHER_PARAM_POINTER = 1,   /* 8 bytes: checked to be reachable from the device, translated */
+    LAUNCHER_PARAM_TENSORMAP = 2  /* a 128-byte CUtensorMap, passed by value (64-byte aligned) */
+};
+
+/* Limits. */
+enum {
+    LAUNCHER_MAX_PARAM_BYTES = 32764, /* kernel parameter space (CUDA 12.1+) */
+    LAUNCHER_MAX_ATTRS = 8            /* launch attributes per plan */
+};
+
+/* Status codes: 0 is success, positive values are CUresults, negative ones are ours. */
+enum {
+    LAUNCHER_ERROR_NO_DRIVER = -1,   /* libcuda.so.1 could not be opened */
+    LAUNCHER_ERROR_NO_SYMBOL = -2,   /* libcuda.so.1 lacks a function we need */
+    LAUNCHER_ERROR_BAD_POINTER = -3, /* a pointer argument is not reachable from the device */
+    LAUNCHER_ERROR_BAD_PLAN = -4,    /* a plan that is malformed (launcher_plan_new says how) */
+    LAUNCHER_ERROR_BAD_BUFFER = -5,  /* a buffer that does not have the plan's size */
+    LAUNCHER_ERROR_BAD_GRID = -6,    /* a grid that does not fit the driver's unsigned ints */
+    LAUNCHER_ERROR_NO_MEMORY = -7    /* malloc failed */
+};
+
+/* Why launcher_plan_new refused a plan (in *detail; the index of the culprit in *where). */
+enum {
+    LAUNCHER_PLAN_OK = 0,
+    LAUNCHER_PLAN_TOO_MANY_PARAMS = 1, /* n_params < 0 or > LAUNCHER_MAX_PARAM_BYTES */
+    LAUNCHER_PLAN_BAD_SIZE = 2,        /* args_size below the header or above the limit */
+    LAUNCHER_PLAN_BAD_KIND = 3,        /* kinds[where] is not a LAUNCHER_PARAM_* */
+    LAUNCHER_PLAN_BAD_PARAM_SIZE = 4,  /* sizes[where] is not positive, or wrong for its kind */
+    LAUNCHER_PLAN_BAD_OFFSET = 5,      /* offsets[where] + sizes[where] leaves the buffer, overlaps
+                                          the header, or is misaligned for its kind */
+    LAUNCHER_PLAN_TOO_LARGE = 6,       /* the parameters take more than LAUNCHER_MAX_PARAM_BYTES */
+    LAUNCHER_PLAN_BAD_ATTRS = 7,       /* n_attrs out of range or attribute ids[where] unknown */
+    LAUNCHER_PLAN_BAD_BLOCK = 8        /* block_x or cluster_x is zero */
+};
+
+/* Launch attributes the plan may carry (CUlaunchAttributeID values, CUDA 12/13). */
+enum {
+    LAUNCHER_ATTR_COOPERATIVE = 2,
+    LAUNCHER_ATTR_CLUSTER_DIMENSION = 4,
+    LAUNCHER_ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5,
+    LAUNCHER_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+    LAUNCHER_ATTR_SHARED_MEMORY_MODE = 18 /* CUDA 13.1+ */
+};
+
+/* The packed argument buffer starts with this header; the kernel parameters follow at the
+ * plan's offsets. */
 typedef struct {
-    int n_params;                 /* kernel parameters, the two scratch pointers included */
-    int args_size;                /* bytes of the packed argument buffer */
-    const int *offsets;           /* where parameter i's value starts in that buffer */
-    const int *sizes;             /* how many bytes the kernel reads for parameter i */
-    const unsigned char *kinds;   /* LAUNCHER_PARAM_* of parameter i */
-    int launch_cooperative_grid;  /* metadata.launch_cooperative_grid */
-    int launch_pdl;               /* metadata.launch_pdl */
-} launcher_plan;
+    uint64_t function; /* CUfunction */
+    uint64_t stream;   /* CUstream */
+    int32_t grid_x, grid_y, grid_z;
+    int32_t reserved;
+} launcher_header;
 
-/* Parameter kinds. */
-#define LAUNCHER_PARAM_VALUE ...    /* bytes passed as they are */
-#define LAUNCHER_PARAM_POINTER ...  /* a pointer: checked to be device-accessible, translated */
-#define LAUNCHER_PARAM_TENSORMAP ... /* a 128-byte CUtensorMap, passed by value */
+/* How one kernel is launched: its parameter layout and launch configuration.  Opaque: made
+ * (and validated, once) by launcher_plan_new, freed by launcher_plan_free. */
+typedef struct launcher_plan launcher_plan;
 
-/* Our own (negative) status codes; positive codes are CUresult values. */
-#define LAUNCHER_ERROR_NO_DRIVER ...       /* libcuda.so.1 could not be opened */
-#define LAUNCHER_ERROR_NO_SYMBOL ...       /* libcuda.so.1 lacks a function we need */
-#define LAUNCHER_ERROR_BAD_POINTER ...     /* a pointer is not accessible from the device */
-#define LAUNCHER_ERROR_TOO_LARGE ...       /* more parameter bytes than a kernel can take */
+/* Make a plan.  offsets/sizes/kinds: n_params entries each (the two scratch pointers
+ * included); args_size: bytes of the packed buffer (header included); block_x: threads per
+ * block; shared: dynamic shared memory bytes; cluster_x: CTAs per cluster (the grid's x is
+ * multiplied by it); attr_ids/attr_values: n_attrs launch attributes, three uint32 values each
+ * (x, y, z for a cluster dimension; the value in x otherwise).  The arrays are copied.
+ * Returns NULL with *detail = LAUNCHER_PLAN_* and *where = the offending index when the plan
+ * is malformed, or with *detail = -1 when memory ran out. */
+launcher_plan *launcher_plan_new(int n_params, const int *offsets, const int *sizes,
+                                 const unsigned char *kinds, int args_size, uint32_t block_x,
+                                 uint32_t shared, uint32_t cluster_x, int n_attrs,
+                                 const int *attr_ids, const uint32_t *attr_values, int *detail,
+                                 int *where);
+void launcher_plan_free(launcher_plan *plan);
 
-/* Launch one kernel. `args` is the packed buffer: a header (function, stream: uint64; grid x,
- * y, z: int32; num_warps, num_ctas: uint16; shared memory bytes: uint32; 4 reserved bytes;
- * 40 bytes in all) and then the kernel
- * parameters at the plan's offsets.  The parameters are copied into 128-byte-aligned storage,
- * pointers are checked and translated, and cuLaunchKernelEx is called with the attributes the
- * plan and header ask for.  A grid with a zero dimension launches nothing.
- * Returns 0, a CUresult, or LAUNCHER_ERROR_*.
- * With dry_run_out != NULL nothing touches the driver: the bytes each kernelParams entry
- * points to are written there one after another (sizes[i] each) instead. */
-int launcher_launch(const launcher_plan *plan, const char *args, char *dry_run_out);
+/* Bytes launcher_launch writes to dry_run_out: the sum of the parameter sizes. */
+int launcher_plan_dry_run_size(const launcher_plan *plan);
 
-/* The C floor for benchmarks: the same launch `count` times, arguments packed once. */
-int launcher_launch_repeat(const launcher_plan *plan, const char *args, int count);
+/* Launch one kernel with the packed buffer `args` (args_len bytes: exactly the plan's
+ * args_size).  Pointers are checked and translated, then cuLaunchKernelEx is called.  A grid
+ * with a zero or negative dimension launches nothing.  With dry_run_out != NULL nothing
+ * touches the driver: the bytes each kernel parameter would receive are written there, one
+ * after another (out_len must be at least launcher_plan_dry_run_size).
+ * Returns 0, a CUresult, or LAUNCHER_ERROR_*. */
+int launcher_launch(const launcher_plan *plan, const char *args, size_t args_len,
+                    char *dry_run_out, size_t out_len);
 
-/* Index of the parameter that failed the last LAUNCHER_ERROR_BAD_POINTER in this thread. */
+/* The benchmarks' floor: the same launch `count` times in one C loop. */
+int launcher_launch_repeat(const launcher_plan *plan, const char *args, size_t args_len, int count);
+
+/* A launch packed once and launched again and again (CudaLauncher.bind, prepared launches):
+ * the buffer is copied into aligned storage and the parameter array is built once; pointers
+ * are checked again only when the current context or the pointer cache changed.  The plan
+ * must outlive it.  Returns NULL with *status set on a wrong buffer size or no memory. */
+typedef struct launcher_bound launcher_bound;
+launcher_bound *launcher_bound_new(const launcher_plan *plan, const char *args, size_t args_len,
+                                   int *status);
+void launcher_bound_free(launcher_bound *bound);
+int launcher_bound_launch(launcher_bound *bound);
+int launcher_bound_repeat(launcher_bound *bound, int count);
+
+/* The parameter index of the last LAUNCHER_ERROR_BAD_POINTER in this thread. */
 int launcher_last_bad_param(void);
 
-/* Make sure libcuda.so.1 is open and initialised; 0 or an error code as above. */
+/* Open and initialise libcuda.so.1 once; 0 or a status code. */
 int launcher_driver_init(void);
 
-/* The current CUDA context, or `device`'s primary context made current when there is none
- * (what load_binary needs); *status gets 0 or an error code as above. */
+/* The current CUDA context, or `device`'s primary context made current when there is none (as
+ * Triton does); *status gets 0 or a status code. */
 uint64_t launcher_current_context(int device, int *status);
 
-/* cuGetErrorName / cuGetErrorString of a CUresult (NULL when unknown or no driver). */
-const char *launcher_error_name(int code);
-const char *launcher_error_string(int code);
+/* The device of the current context (device 0's primary context is made current when there is
+ * none); *status gets 0 or a status code. */
+int launcher_current_device(int *status);
 
-/* cuTensorMapEncodeTiled into out (128 bytes), with Triton's conventions: dims and strides given
- * outermost first as Python sees them, element strides 1, no interleave, 128-byte L2 promotion.
- * clear_bit21: apply the CUTLASS workaround Triton 3.7+ applies on drivers <= 13.1. */
-int launcher_encode_tiled(char *out, int elem_type, int rank, uint64_t global_address,
-                          const uint64_t *shape, const uint64_t *strides,
-                          const uint32_t *box, int elem_size, int swizzle, int nan_padding,
-                          int clear_bit21);
+/* cuTensorMapEncodeTiled, passed through as it is (dimensions innermost first, byte strides of
+ * the rank-1 outer dimensions); Python applies Triton's conventions. */
+int launcher_encode_tiled(char *out_128_bytes, int elem_type, uint32_t rank, uint64_t global_address,
+                          const uint64_t *dims, const uint64_t *byte_strides, const uint32_t *box,
+                          const uint32_t *elem_strides, int interleave, int swizzle,
+                          int l2_promotion, int oob_fill);
 
-/* Pointer-range cache: hits (in the calling thread) and driver queries (all threads). */
+/* Pointer-range cache: hits (this thread) and driver queries (all threads); clear forgets
+ * every remembered range in every thread. */
 void launcher_pointer_cache_stats(uint64_t *hits, uint64_t *misses);
 void launcher_pointer_cache_clear(void);
+
+#endif /* LAUNCHER_H */

@@ -8,10 +8,11 @@
 Importing this package needs neither a GPU nor Triton; the CUDA driver is opened on first use.
 """
 from launcher.cuda_launcher import BoundLaunch, CudaLauncher
-from launcher.driver import CudaDriverNotFound, CudaError
+from launcher.driver import CudaDriverNotFound, CudaError, PlanError
 from launcher.errors import UnsupportedKernel
 from launcher.install import install, installed, is_installed, module_cache, uninstall
 from launcher.modules import ModuleCache, SharedMemoryError
+from launcher.spec import Conventions, LaunchSpec, SpecError
 from launcher.tensormap import TensorMap
 
 
@@ -23,12 +24,13 @@ def clear_pointer_cache() -> None:
     can still pass until this is called; Triton itself does not check int addresses at all."""
     from launcher import driver
 
-    driver.native()[1].launcher_pointer_cache_clear()
+    driver.pointer_cache_clear()
+
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BoundLaunch", "CudaLauncher", "CudaError", "clear_pointer_cache", "CudaDriverNotFound", "ModuleCache", "SharedMemoryError",
-    "TensorMap", "UnsupportedKernel", "install", "installed", "is_installed", "module_cache",
-    "uninstall",
+    "BoundLaunch", "Conventions", "CudaDriverNotFound", "CudaError", "CudaLauncher", "LaunchSpec",
+    "ModuleCache", "PlanError", "SharedMemoryError", "SpecError", "TensorMap", "UnsupportedKernel",
+    "clear_pointer_cache", "install", "installed", "is_installed", "module_cache", "uninstall",
 ]

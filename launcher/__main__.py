@@ -30,15 +30,11 @@ def info(args) -> int:
         return 1
     try:
         driver.ensure_driver()
-        cu = driver.cu()
-        n = driver.check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
-        version = driver.check(cu.cuDriverGetVersion(), "cuDriverGetVersion")
+        n = driver.device_count()
+        version = driver.driver_version()
         print(f"CUDA driver    {version // 1000}.{version % 1000 // 10}, {n} device(s)")
         for i in range(n):
-            dev = driver.check(cu.cuDeviceGet(i), "cuDeviceGet")
-            name = driver.check(cu.cuDeviceGetName(256, dev), "cuDeviceGetName")
-            label = name.split(b"\0")[0].decode()
-            print(f"  device {i}: {label}")
+            print(f"  device {i}: {driver.device_name(i)}")
     except driver.CudaError as e:
         print(f"CUDA driver    {e}")
     print(f"installed      {launcher.is_installed()}")
@@ -46,9 +42,8 @@ def info(args) -> int:
     print(f"module cache   capacity {launcher.module_cache().capacity}, {s.modules} loaded "
           f"({s.held} held, {s.bytes_held} bytes), hits {s.hits}, misses {s.misses}, "
           f"loads {s.loads}, unloads {s.unloads}")
-    hits, misses = ffi.new("uint64_t *"), ffi.new("uint64_t *")
-    lib.launcher_pointer_cache_stats(hits, misses)
-    print(f"pointer checks range-cache hits {hits[0]} (this thread), driver queries {misses[0]}")
+    hits, misses = driver.pointer_cache_stats()
+    print(f"pointer checks range-cache hits {hits} (this thread), driver queries {misses}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""`CudaLauncher`: the drop-in for Triton's `driver.active.launcher_cls`.
+"""`CudaLauncher`: the launcher of a `LaunchSpec`, and Triton's `driver.active.launcher_cls`.
 
 Triton builds one launcher per compiled kernel, `CudaLauncher(src, metadata)`, and calls it as
 
@@ -6,332 +6,309 @@ Triton builds one launcher per compiled kernel, `CudaLauncher(src, metadata)`, a
              launch_enter_hook, launch_exit_hook, *args)
 
 with every argument the kernel was called with (constexprs and nested tuples included).
-Construction plans the signature once (launcher/signature.py) and generates a Python function
-for exactly that signature: it unpacks tuples, reads `data_ptr()`, encodes tensor descriptors
-and packs everything with one precompiled `struct.Struct`, which also range-checks every
-scalar. One cffi call then launches (the GIL is released around it). When anything is wrong
-with the arguments, a slow path walks them again and raises an exception that names the
-kernel and the parameter, before any hook or driver call.
+Construction asks launcher.triton_adapter for the kernel's spec and nothing else of Triton;
+`CudaLauncher.from_spec(spec)` makes the same launcher from a spec alone (bundles).
+
+Kernels whose specs have the same shape (launcher.spec.LaunchSpec.shape_key) share one
+subclass: its native launch plan (validated by the C library once), its argument encoders and
+its generated code. A new shape's first launches run the plan-driven packer
+(launcher.arguments); once the class has launched `HOT_AFTER` times, the fast path generated
+for its shape (launcher.codegen) takes over. One cffi call then launches (the GIL is released
+around it). When anything is wrong with the arguments, an exception names the kernel and the
+parameter, before any hook or driver call.
 """
 from __future__ import annotations
 
 import collections.abc
-import functools
 import logging
 import operator
 import struct
 import threading
 
-from launcher import driver, errors, signature as sig
-from launcher.signature import ArgPlan, UnsupportedSignature
-from launcher.tensormap import DescriptorEncoder, tensormap_bytes
-from launcher.versions import profile_scratch_allocator, scratch_allocator, triton_version
+from launcher import arguments, codegen, driver, errors, triton_adapter
+from launcher import spec as S
+from launcher.tensormap import DescriptorEncoder, TensorMap, decomposer, tensormap_bytes
 
 log = logging.getLogger("launcher")
 
-_BASE_ARGS = ("gridX", "gridY", "gridZ", "stream", "function", "kernel_metadata",
-              "launch_metadata", "launch_enter_hook", "launch_exit_hook")
+# Launch attributes and their values (cdefs/launcher.h; CUDA's launch-attribute enums).
+_SPREAD = 1  # CU_CLUSTER_SCHEDULING_POLICY_SPREAD
+_OVERSIZED = 3  # CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED
+_OVERSIZED_ABOVE = 228 * 1024  # Triton 3.8+ launches larger shared memory in the oversized mode
 
 
-def _arg_names(src) -> list:
-    """Display names of a kernel's arguments: names for ASTSource, positions for IRSource."""
-    keys = list(src.signature.keys())
-    fn = getattr(src, "fn", None)
-    arg_names = getattr(fn, "arg_names", None)
-    if arg_names is not None and len(arg_names) == len(keys):
-        return list(arg_names)
-    return [k if isinstance(k, str) else f"#{k}" for k in keys]
+def launch_attributes(spec, num_ctas: int, shared: int) -> list:
+    """The launch attributes of a kernel, in Triton's order: (id, (x, y, z))."""
+    _, lib = driver.native()
+    attrs = []
+    if spec.conventions.oversized_shared and shared > _OVERSIZED_ABOVE:
+        attrs.append((lib.LAUNCHER_ATTR_SHARED_MEMORY_MODE, (_OVERSIZED, 0, 0)))
+    if spec.launch_pdl:
+        attrs.append((lib.LAUNCHER_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION, (1, 0, 0)))
+    if spec.launch_cooperative_grid:
+        attrs.append((lib.LAUNCHER_ATTR_COOPERATIVE, (1, 0, 0)))
+    cluster = spec.cluster_dims if num_ctas == spec.num_ctas else (num_ctas, 1, 1)
+    if cluster != (1, 1, 1):
+        attrs.append((lib.LAUNCHER_ATTR_CLUSTER_DIMENSION, tuple(cluster)))
+        attrs.append((lib.LAUNCHER_ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE, (_SPREAD, 0, 0)))
+    return attrs
+
+
+def native_plan(spec, num_warps: int, num_ctas: int, shared: int):
+    """The validated native plan of `spec` launched with these warps, CTAs and shared memory."""
+    _, lib = driver.native()
+    kinds = {S.VALUE: lib.LAUNCHER_PARAM_VALUE, S.POINTER: lib.LAUNCHER_PARAM_POINTER,
+             S.TENSORMAP: lib.LAUNCHER_PARAM_TENSORMAP}
+    params = spec.layout.params
+    return driver.make_plan([p.read_at for p in params], [p.size for p in params], [kinds[p.kind] for p in params],
+                            spec.layout.size, spec.warp_size * num_warps, shared, num_ctas,
+                            launch_attributes(spec, num_ctas, shared), context=f"kernel {spec.kernel!r}")
+
+
+def _check_header_layout():
+    """The packed header's layout (spec.HEADER_FORMAT) is launcher_header's (cdefs/launcher.h)."""
+    ffi, _ = driver.native()
+    t = ffi.typeof("launcher_header")
+    codes = {"uint64_t": "Q", "int32_t": "i"}
+    fmt = "".join(codes[f.type.cname] for _, f in t.fields)
+    if fmt != S.HEADER_FORMAT or ffi.sizeof(t) != S.HEADER_SIZE:
+        raise ImportError(f"launcher's native header ({fmt}, {ffi.sizeof(t)} bytes) does not match "
+                          f"launcher.spec ({S.HEADER_FORMAT}, {S.HEADER_SIZE} bytes): rebuild the package")
 
 
 def _is_sequence(value) -> bool:
     return isinstance(value, collections.abc.Sequence)
 
 
-def unsupported_reason(metadata) -> str | None:
-    """Why a kernel must go to the stock launcher, or None."""
-    mode = getattr(metadata, "instrumentation_mode", "") or ""
-    if "gsan" in str(mode):
-        return "gsan instrumentation"
-    return None
-
-
-class _Generated:
-    """The source and namespace of one signature's generated function.
-
-    mode says what it does after packing: "launch"; "dry_run" (write the bytes each kernel
-    parameter would receive instead of launching); "pack" (return the packed buffer, for bind()).
-    """
-
-    def __init__(self, plan: ArgPlan, metadata, mode: str):
-        self.plan = plan
-        self.lines = []
-        self.ns = {}
-        self.values = []
-        self.mode = mode
-        self.metadata = metadata
-
-    def emit(self, line, depth=1):
-        self.lines.append("    " * depth + line)
-
-    def bind(self, name, value):
-        self.ns[name] = value
-        return name
-
-    def unpack(self, nodes, names, depth):
-        """Emit code that turns the arguments `names` (nodes) into packed values."""
-        for node, var in zip(nodes, names):
-            if node.kind == "constexpr":
-                continue
-            if node.kind == "tuple":
-                inner = [f"{var}_{i}" for i in range(len(node.children))]
-                # Any sequence, as Triton takes; not a dict, set or iterator.
-                self.emit(f"if {var}.__class__ is not tuple and not _is_sequence({var}): raise TypeError", depth)
-                if inner:
-                    self.emit(f"{', '.join(inner)}, = {var}", depth)
-                else:
-                    self.emit(f"if len({var}): raise ValueError", depth)
-                self.unpack(node.children, inner, depth)
-            elif node.kind == "pointer":
-                v = f"v{len(self.values)}"
-                self.emit(f"{v} = {var} if {var}.__class__ is int else "
-                          f"{var}.data_ptr() if {var} is not None else 0", depth)
-                self.values.append(v)
-            elif node.kind == "tensormap":
-                v = f"v{len(self.values)}"
-                fn = self.bind(f"_tma_{len(self.values)}", functools.partial(tensormap_bytes, name=node.name))
-                self.emit(f"{v} = {var}.data if {var}.__class__ is _TensorMap else {fn}({var})", depth)
-                self.values.append(v)
-            elif node.kind == "tensordesc":
-                vs = [f"v{len(self.values) + i}" for i in range(len(node.params))]
-                fn = self.bind(f"_desc_{len(self.values)}", self.tensordesc_expander(node))
-                self.emit(f"{', '.join(vs)}, = {fn}({var})", depth)
-                self.values.extend(vs)
-            else:  # scalar
-                if node.type in ("i1", "u1"):  # bools and 0/1; the int itself, not what == says
-                    v = f"v{len(self.values)}"
-                    self.emit(f"{v} = _index({var})", depth)
-                    self.emit(f"if {v} != 0 and {v} != 1: raise ValueError", depth)
-                    self.values.append(v)
-                else:
-                    self.values.append(var)
-
-    def tensordesc_expander(self, node):
-        meta = node.desc["meta"]
-        if meta is not None:
-            return DescriptorEncoder(node.name, meta, node.desc["ndim"], version=triton_version())
-        tf32 = triton_version() >= (3, 7)
-
-        def decompose(d):
-            base = d.base
-            ptr = base if base.__class__ is int else base.data_ptr() if base is not None else 0
-            shape, strides = tuple(d.shape), tuple(d.strides)
-            flags = (d.padding == "nan", bool(d.round_f32_to_tf32)) if tf32 else (d.padding == "nan",)
-            return (ptr, *shape, *strides, *flags, *shape, *strides)
-
-        return decompose
-
-    def build(self, name):
-        plan = self.plan
-        md = self.metadata
-        args = [f"a{i}" for i in range(plan.arity)]
-        self.lines.append(f"def {name}(self, {', '.join(_BASE_ARGS)}, *args):")
-        self.emit("try:")
-        if args:
-            self.emit(f"{', '.join(args)}, = args", 2)
-        else:
-            self.emit("if args: raise ValueError", 2)
-        self.unpack(plan.args, args, 2)
-        self.emit("num_warps, num_ctas, shared = kernel_metadata", 2)
-        head = "function, stream, gridX, gridY, gridZ, num_warps, num_ctas, shared"
-        values = ", ".join([head] + self.values)
-        gsize, psize = md.global_scratch_size or 0, md.profile_scratch_size or 0
-        keep = []  # scratch allocations, alive as long as the packed buffer is used
-        if gsize or psize:
-            # Check everything first, then allocate: a bad argument allocates nothing.
-            self.bind("_pack_args", struct.Struct(plan.format[:-2]).pack)
-            self.bind("_pack_scratch", struct.Struct("<QQ").pack)
-            self.emit(f"buf = _pack_args({values})", 2)
-            self.emit("n_programs = gridX * gridY * gridZ * num_ctas", 2)
-            for var, size, align, alloc in (
-                    ("g", gsize, md.global_scratch_align, scratch_allocator),
-                    ("p", psize, md.profile_scratch_align, profile_scratch_allocator)):
-                if size:
-                    self.bind(f"_alloc_{var}", alloc)
-                    self.emit(f"{var}_obj = _alloc_{var}()(n_programs * {size}, {align}, stream)", 2)
-                    keep.append(f"{var}_obj")
-                    self.emit(f"{var} = {var}_obj.data_ptr() if {var}_obj is not None else 0", 2)
-                else:
-                    self.emit(f"{var} = 0", 2)
-            self.emit("buf += _pack_scratch(g, p)", 2)
-        else:
-            self.bind("_pack_all", struct.Struct(plan.format).pack)
-            self.emit(f"buf = _pack_all({values}, 0, 0)", 2)
-        self.emit("except Exception as exc:")
-        self.emit(f"self._fail(exc, ({', '.join(_BASE_ARGS[:6])}), args)", 2)
-        if self.mode == "pack":
-            self.emit(f"return buf, ({''.join(k + ', ' for k in keep)})")
-            return "\n".join(self.lines) + "\n"
-        self.emit("if launch_enter_hook is not None:")
-        self.emit("launch_enter_hook(launch_metadata)", 2)
-        if self.mode == "dry_run":
-            self.emit("out = _new_out()")
-            self.emit("rc = _launch(_plan, buf, out)")
-        else:
-            self.emit("rc = _launch(_plan, buf, _NULL)")
-        self.emit("if rc:")
-        self.emit("self._launch_failed(rc, buf)", 2)
-        self.emit("if launch_exit_hook is not None:")
-        self.emit("launch_exit_hook(launch_metadata)", 2)
-        if self.mode == "dry_run":
-            self.emit("return _split(out)")
-        return "\n".join(self.lines) + "\n"
-
-
 class CudaLauncher:
-    """Launches one compiled Triton kernel; `launcher_cls` for Triton's NVIDIA driver."""
+    """Launches one compiled kernel described by a LaunchSpec (`self.spec`)."""
 
     # Launchers for unsupported kernels come from here (the stock class, set by install()).
     stock_launcher_cls = None
+    HOT_AFTER = 2  # launches by the plan-driven packer before the generated fast path
 
     def __new__(cls, src, metadata):
-        reason = unsupported_reason(metadata)
-        plan = None
-        if reason is None:
-            try:
-                plan = plan_kernel(src, metadata)
-            except UnsupportedSignature as e:
-                reason = str(e)
-        if reason is not None:
+        try:
+            spec = triton_adapter.spec_from_triton(src, metadata)
+        except (triton_adapter.UnsupportedKernel, S.UnsupportedSignature) as e:
             stock = cls.stock_launcher_cls
+            name = getattr(metadata, "name", "?")
             if stock is None:
                 raise errors.UnsupportedKernel(
-                    f"kernel {getattr(metadata, 'name', '?')!r}: {reason} is not supported by "
-                    "launcher and no stock Triton launcher is available to fall back to")
-            log.debug("kernel %r: %s; using the stock Triton launcher", metadata.name, reason)
+                    f"kernel {name!r}: {e} is not supported by launcher and no stock Triton "
+                    "launcher is available to fall back to") from None
+            log.debug("kernel %r: %s; using the stock Triton launcher", name, e)
             return stock(src, metadata)
-        self = super().__new__(_launch_class(plan, metadata))
+        return cls.from_spec(spec, global_allocator=triton_adapter.global_scratch_allocator,
+                             profile_allocator=triton_adapter.profile_scratch_allocator)
+
+    def __init__(self, *args, **kwargs):
+        """Everything is set by from_spec (Triton calls __init__ after __new__ returns)."""
+
+    @classmethod
+    def from_spec(cls, spec, *, global_allocator=None, profile_allocator=None) -> "CudaLauncher":
+        """The launcher of a spec. global_allocator / profile_allocator: functions returning the
+        scratch allocator to use at launch time (`alloc(size, align, stream) -> obj with
+        data_ptr()`), needed only by kernels that take scratch memory."""
+        self = object.__new__(shape_class(spec))
+        self.spec = spec
+        self.name = spec.kernel
+        if global_allocator is not None:
+            self.global_allocator = global_allocator
+        if profile_allocator is not None:
+            self.profile_allocator = profile_allocator
         return self
 
-    def __init__(self, src, metadata):
-        self.name = metadata.name
-        self.metadata = metadata
+    # The allocators used when none was given (a kernel needing scratch then says so).
+    @staticmethod
+    def global_allocator():
+        return _no_allocator
 
-    # The per-signature subclass defines __call__ (generated when the class is made); dry_run
-    # and pack are generated on first use, so that a new signature costs one compile.
+    profile_allocator = global_allocator
+
+    # -- the plan-driven path: a shape's first launches, and dry runs / packs while it is cold --
+    def _pack_planned(self, grid_x, grid_y, grid_z, stream, function, kernel_metadata, args):
+        """(plan, packed buffer, scratch allocations), every argument checked on the way."""
+        spec = self.spec
+        head = arguments.check_header(spec, grid_x, grid_y, grid_z, stream, function)
+        values = arguments.flat_values(spec, args, self._encoders)
+        plan = self._plan_for(kernel_metadata)
+        # Everything is checked: only now is scratch memory allocated.
+        g_size, p_size = spec.global_scratch[0], spec.profile_scratch[0]
+        g_obj = p_obj = None
+        if g_size or p_size:
+            n_programs = head[2] * head[3] * head[4] * spec.num_ctas
+            if g_size:
+                g_obj = self.global_allocator()(n_programs * g_size, spec.global_scratch[1], stream)
+            if p_size:
+                p_obj = self.profile_allocator()(n_programs * p_size, spec.profile_scratch[1], stream)
+        g = g_obj.data_ptr() if g_obj is not None else 0
+        p = p_obj.data_ptr() if p_obj is not None else 0
+        return plan, self._pack_all(*head, 0, *values, g, p), (g_obj, p_obj)
+
+    def _launch_planned(self, grid_x, grid_y, grid_z, stream, function, kernel_metadata, launch_metadata,
+                        launch_enter_hook, launch_exit_hook, *args):
+        cls = type(self)
+        plan, buf, _keep = self._pack_planned(grid_x, grid_y, grid_z, stream, function, kernel_metadata, args)
+        if launch_enter_hook is not None:
+            launch_enter_hook(launch_metadata)
+        status = self._c_launch(plan, buf, len(buf), driver.native()[0].NULL, 0)
+        if status:
+            self._launch_failed(status, buf)
+        if launch_exit_hook is not None:
+            launch_exit_hook(launch_metadata)
+        cls._launches += 1
+        if cls._launches >= cls.HOT_AFTER:
+            cls._make_hot()
+
+    __call__ = _launch_planned
+
     def dry_run(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
                 launch_enter_hook, launch_exit_hook, *args):
         """Everything a launch does (checks, packing, hooks, the C entry) but the driver call:
-        returns the bytes each kernel parameter would receive, one `bytes` per parameter."""
+        returns the bytes each kernel parameter would receive, one `bytes` per parameter.
+        Runs the generated fast path (`dry_run_planned` runs the plan-driven one)."""
         return self._generated("dry_run")(self, gridX, gridY, gridZ, stream, function, kernel_metadata,
                                           launch_metadata, launch_enter_hook, launch_exit_hook, *args)
 
-    def pack(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
-             launch_enter_hook, launch_exit_hook, *args):
-        """(packed buffer, scratch allocations): the checked arguments of one launch."""
+    def dry_run_planned(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
+                        launch_enter_hook, launch_exit_hook, *args):
+        """The dry run through the plan-driven packer, however hot the launcher is."""
+        plan, buf, _keep = self._pack_planned(gridX, gridY, gridZ, stream, function, kernel_metadata, args)
+        if launch_enter_hook is not None:
+            launch_enter_hook(launch_metadata)
+        out = self._new_out()
+        status = self._c_launch(plan, buf, len(buf), out, self._out_size)
+        if status:
+            self._launch_failed(status, buf)
+        if launch_exit_hook is not None:
+            launch_exit_hook(launch_metadata)
+        return self._split(out)
+
+    def pack(self, gridX, gridY, gridZ, stream, function, kernel_metadata, *args):
+        """(native plan, packed buffer, scratch allocations): the checked arguments of one launch."""
         return self._generated("pack")(self, gridX, gridY, gridZ, stream, function, kernel_metadata,
-                                       launch_metadata, launch_enter_hook, launch_exit_hook, *args)
-
-    @classmethod
-    def _generated(cls, mode):
-        fn = cls.__dict__.get(f"_{mode}_fn")
-        if fn is None:
-            fn = _generate(cls.plan, cls._metadata, cls._namespace, mode, mode)
-            setattr(cls, f"_{mode}_fn", fn)
-        return fn
-
-    def _fail(self, exc, base, args):
-        errors.diagnose(self.plan, base, args, exc)
-
-    def _launch_failed(self, rc, buf):
-        raise errors.launch_error(self.plan, rc, buf)
+                                       None, None, None, *args)
 
     def bind(self, gridX, gridY, gridZ, stream, function, kernel_metadata, *args) -> "BoundLaunch":
         """Check and pack the arguments once; the result launches them again and again.
 
         For a launch repeated with the same arguments (a decode loop, a benchmark): each call
         of the returned object is one cffi call, with no Python packing at all. Tensors must
-        stay alive and where they are; scratch memory is allocated once, here. Hooks are not
-        run (there is no launch_metadata to give them).
+        stay alive and where they are (the result holds references to them); scratch memory
+        is allocated once, here. Hooks are not run (there is no launch_metadata to give them).
         """
-        buf, keep = self.pack(gridX, gridY, gridZ, stream, function, kernel_metadata, None, None, None, *args)
-        return BoundLaunch(self, buf, (args, keep))
+        plan, buf, keep = self.pack(gridX, gridY, gridZ, stream, function, kernel_metadata, *args)
+        return BoundLaunch(self, plan, buf, (args, keep))
+
+    # -- helpers the generated code calls --
+    def _plan_for(self, kernel_metadata):
+        """The native plan for launching with `kernel_metadata` (num_warps, num_ctas, shared):
+        the spec's own, or one made (once) for other values, which Triton never passes but a
+        direct caller may."""
+        cls = type(self)
+        if kernel_metadata == self.spec.packed_metadata:
+            return cls._plan
+        md = arguments.check_kernel_metadata(self.spec, kernel_metadata)
+        plan = cls._other_plans.get(md)
+        if plan is None:
+            plan = native_plan(self.spec, *md)
+            with cls._lock:
+                if len(cls._other_plans) >= 64:
+                    cls._other_plans.clear()
+                cls._other_plans[md] = plan
+        return plan
+
+    def _bad_call(self, exc, grid_x, grid_y, grid_z, stream, function, kernel_metadata, args):
+        arguments.diagnose(self.spec, self._encoders, exc, grid_x, grid_y, grid_z, stream, function,
+                           kernel_metadata, args)
+
+    def _launch_failed(self, status, buf):
+        raise errors.launch_error(self.spec, status, buf)
+
+    # -- the shape class's generated code --
+    @classmethod
+    def _generated(cls, mode):
+        """This shape's generated `mode` function (made on first use)."""
+        return cls._code.get(mode) or cls._generate(mode)
+
+    @classmethod
+    def _generate(cls, mode):
+        with cls._lock:
+            fn = cls._code.get(mode)
+            if fn is None:
+                fn = codegen.generate(mode, cls._spec.layout, (cls._spec.global_scratch[0], cls._spec.profile_scratch[0]),
+                                      cls._namespace, cls._encoders)
+                cls._code[mode] = fn
+        return fn
+
+    @classmethod
+    def _make_hot(cls):
+        if "launch" not in cls._code:
+            cls.__call__ = cls._generate("launch")
+
+
+def _no_allocator(size, align, stream):
+    raise RuntimeError("Kernel requires a runtime memory allocation, but no allocator was set. "
+                       "Use launcher.set_allocator (or triton.set_allocator) to specify an allocator.")
 
 
 class BoundLaunch:
     """A launch with its arguments packed once (see CudaLauncher.bind)."""
 
-    __slots__ = ("launcher", "buffer", "_keepalive", "_launch", "_plan", "_null")
+    __slots__ = ("launcher", "buffer", "_keepalive", "_handle", "_launch", "_repeat")
 
-    def __init__(self, launcher, buffer, keepalive):
+    def __init__(self, launcher, plan, buffer, keepalive):
         self.launcher = launcher
         self.buffer = buffer
-        self._keepalive = keepalive
-        ffi, lib = driver.native()
-        self._launch = lib.launcher_launch
-        self._plan = launcher._keepalive[3]
-        self._null = ffi.NULL
+        self._keepalive = (plan, keepalive)
+        self._handle, self._launch, self._repeat = driver.bind(plan, buffer)
 
     def __call__(self):
-        rc = self._launch(self._plan, self.buffer, self._null)
-        if rc:
-            self.launcher._launch_failed(rc, self.buffer)
+        status = self._launch(self._handle)
+        if status:
+            self.launcher._launch_failed(status, self.buffer)
 
     def repeat(self, count: int):
         """Launch `count` times in one C call (the C floor of the benchmarks)."""
-        _, lib = driver.native()
-        rc = lib.launcher_launch_repeat(self._plan, self.buffer, count)
-        if rc:
-            self.launcher._launch_failed(rc, self.buffer)
+        status = self._repeat(self._handle, count)
+        if status:
+            self.launcher._launch_failed(status, self.buffer)
 
 
-def plan_kernel(src, metadata) -> ArgPlan:
-    return sig.plan_signature(
-        metadata.name, _arg_names(src), list(src.signature.values()),
-        getattr(metadata, "tensordesc_meta", None), tf32_flag=triton_version() >= (3, 7))
-
-
-def _generate(plan, md, namespace, mode, fname):
-    """Compile the generated function of one mode for a signature."""
-    gen = _Generated(plan, md, mode)
-    source = gen.build(fname)
-    ns = dict(namespace, **gen.ns)
-    exec(compile(source, f"<launcher {plan.kernel} {fname}>", "exec"), ns)
-    fn = ns[fname]
-    fn.source = source
-    return fn
-
-
+# ---- one class per spec shape ----
 _classes_lock = threading.Lock()
 _classes: dict = {}
 _MAX_CLASSES = 4096
 
 
-def _class_key(plan: ArgPlan, md) -> tuple:
-    metas = getattr(md, "tensordesc_meta", None) or []
-    return (plan.kernel, tuple(plan.arg_names()), repr([a.type for a in plan.args]), repr(metas),
-            md.global_scratch_size, md.global_scratch_align, md.profile_scratch_size,
-            md.profile_scratch_align, bool(md.launch_cooperative_grid), bool(md.launch_pdl))
-
-
-def _launch_class(plan: ArgPlan, md) -> type:
-    """The CudaLauncher subclass whose __call__ is generated for this signature (cached)."""
-    key = _class_key(plan, md)
+def shape_class(spec) -> type:
+    """The CudaLauncher subclass shared by every kernel of `spec`'s shape (cached)."""
+    key = spec.shape_key
     cls = _classes.get(key)
     if cls is not None:
         return cls
+    cls = _make_shape_class(spec)
+    with _classes_lock:
+        if len(_classes) >= _MAX_CLASSES:
+            _classes.clear()
+        return _classes.setdefault(key, cls)
+
+
+def clear_launcher_cache() -> None:
+    """Forget every shape class (launchers made since keep theirs): the next launcher of any
+    shape is built as new (the cold-path benchmarks use this)."""
+    with _classes_lock:
+        _classes.clear()
+
+
+def _make_shape_class(spec) -> type:
     ffi, lib = driver.native()
-    params = plan.params
-    offsets = ffi.new("int[]", [p.read_at for p in params])
-    sizes = ffi.new("int[]", [p.size for p in params])
-    kinds = ffi.new("unsigned char[]", [p.kind for p in params])
-    cplan = ffi.new("launcher_plan *", {
-        "n_params": len(params), "args_size": plan.size, "offsets": offsets, "sizes": sizes,
-        "kinds": kinds, "launch_cooperative_grid": int(bool(md.launch_cooperative_grid)),
-        "launch_pdl": int(bool(md.launch_pdl))})
-    out_size = sum(p.size for p in params)
-    split_at = []
-    pos = 0
-    for p in params:
+    layout = spec.layout
+    plan = native_plan(spec, *spec.packed_metadata)
+    out_size = driver.dry_run_size(plan)
+    split_at, pos = [], 0
+    for p in layout.params:
         split_at.append((pos, pos + p.size))
         pos += p.size
 
@@ -342,15 +319,34 @@ def _launch_class(plan: ArgPlan, md) -> type:
         raw = bytes(ffi.buffer(out, out_size))
         return [raw[a:b] for a, b in split_at]
 
-    from launcher.tensormap import TensorMap
-    namespace = {"_launch": lib.launcher_launch, "_plan": cplan, "_NULL": ffi.NULL,
-                 "_TensorMap": TensorMap, "_new_out": new_out, "_split": split,
-                 "_index": operator.index, "_is_sequence": _is_sequence}
-    attrs = {"plan": plan, "_keepalive": (offsets, sizes, kinds, cplan), "_metadata": md,
-             "_namespace": namespace, "__call__": _generate(plan, md, namespace, "launch", "__call__")}
-    cls = type(f"CudaLauncher[{plan.kernel}]", (CudaLauncher,), attrs)
-    with _classes_lock:
-        if len(_classes) >= _MAX_CLASSES:
-            _classes.clear()
-        cls = _classes.setdefault(key, cls)
-    return cls
+    encoders = {}  # argument path -> encoder of that tensor descriptor
+
+    def visit(args, prefix):
+        for i, a in enumerate(args):
+            path = prefix + (i,)
+            if a.kind == "tuple":
+                visit(a.children, path)
+            elif a.kind == "tensordesc":
+                encoders[path] = (DescriptorEncoder(a.desc.meta, a.desc.ndim, spec.conventions)
+                                  if a.desc.tma is not None else decomposer(spec.conventions.tensordesc_tf32_flag))
+
+    visit(layout.args, ())
+    pack_all = struct.Struct(layout.format).pack
+    head = struct.Struct(layout.format_before_scratch)
+    pack_scratch = struct.Struct("<QQ").pack
+    namespace = {
+        "pack_all": pack_all, "pack_head": head.pack, "pack_scratch": pack_scratch,
+        "PLAN": plan, "PACKED_METADATA": spec.packed_metadata, "SIZE": layout.size,
+        "OUT_SIZE": out_size, "NULL": ffi.NULL, "c_launch": lib.launcher_launch,
+        "new_out": new_out, "split": split, "TensorMap": TensorMap, "tensormap_bytes": tensormap_bytes,
+        "index": operator.index, "is_sequence": _is_sequence, "NUM_CTAS": spec.num_ctas,
+        "GLOBAL_ALIGN": spec.global_scratch[1], "PROFILE_ALIGN": spec.profile_scratch[1],
+    }
+    attrs = {
+        "_spec": spec, "_plan": plan, "_other_plans": {}, "_lock": threading.Lock(), "_code": {},
+        "_launches": 0, "_namespace": namespace, "_encoders": encoders,
+        "_pack_all": staticmethod(pack_all), "_pack_scratch": staticmethod(pack_scratch),
+        "_c_launch": staticmethod(lib.launcher_launch),
+        "_new_out": staticmethod(new_out), "_split": staticmethod(split), "_out_size": out_size,
+    }
+    return type(f"CudaLauncher[{len(layout.args)} args, {len(layout.params)} params]", (CudaLauncher,), attrs)

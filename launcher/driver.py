@@ -1,15 +1,21 @@
-"""The one module that touches the CUDA driver: our native library and cuda.bindings.
+"""The one module that touches the CUDA driver.
 
+Two roads lead there, each for its own kind of call, and nothing else in launcher calls either:
+- the hot path (every launch, and the current context or device) goes through our native
+  library (cdefs/launcher.c, built by cffi at install time);
+- every cold call (loading and unloading modules, function and device attributes, occupancy,
+  stream capture, limits, pointer ownership, error names) goes through cuda.bindings.
+
+Failures of both become one exception type, `CudaError`, made by one translator, `error()`.
 Nothing here runs at import time: the native library is imported on first use and opens
-libcuda.so.1 with dlopen only when something is launched; cuda.bindings (the cold path:
-loading modules, device attributes) is imported on first use too.
+libcuda.so.1 with dlopen only when something is launched; cuda.bindings is imported on first use.
 """
 from __future__ import annotations
 
 import functools
 import threading
 
-__all__ = ["CudaError", "CudaDriverNotFound", "native", "check", "cu"]
+__all__ = ["CudaError", "CudaDriverNotFound", "PlanError", "native", "error", "check"]
 
 
 class CudaError(RuntimeError):
@@ -37,6 +43,10 @@ class CudaDriverNotFound(CudaError):
         self.code, self.name, self.text = -1, "CUDA_DRIVER_NOT_FOUND", str(self)
 
 
+class PlanError(ValueError):
+    """The native library refused a launch plan or a packed buffer (see launcher_plan_new)."""
+
+
 @functools.lru_cache(maxsize=None)
 def native():
     """(ffi, lib) of the cffi extension built at install time."""
@@ -50,61 +60,376 @@ def native():
     return _native.ffi, _native.lib
 
 
-def error_from_status(status: int, context: str = "") -> CudaError:
-    """The exception for a status returned by the native library."""
-    ffi, lib = native()
+# ---- errors: one translator for both roads ----
+def _error_names(code: int):
+    """(CUDA_ERROR_* name, description) of a CUresult, from the driver; (None, None) without one."""
+    try:
+        cu = _bindings(init=False)
+        e1, name = cu.cuGetErrorName(cu.CUresult(code))
+        e2, text = cu.cuGetErrorString(cu.CUresult(code))
+    except Exception:  # no driver, or a code the bindings do not know
+        return None, None
+    return (name.decode() if int(e1) == 0 and name else None,
+            text.decode() if int(e2) == 0 and text else None)
+
+
+_OWN_ERRORS = {  # our negative status codes: (name, text)
+    "LAUNCHER_ERROR_BAD_POINTER": "a pointer argument cannot be accessed from the current device",
+    "LAUNCHER_ERROR_BAD_PLAN": "malformed launch plan",
+    "LAUNCHER_ERROR_BAD_BUFFER": "the packed argument buffer does not have the plan's size",
+    "LAUNCHER_ERROR_BAD_GRID": "the grid (times the cluster size) does not fit the driver's 32-bit dimensions",
+    "LAUNCHER_ERROR_NO_MEMORY": "out of host memory",
+}
+
+
+def error(status: int, context: str = "") -> Exception:
+    """The exception for a failed driver call: a CUresult, or a status of our native library."""
+    _, lib = native()
+    status = int(status)
     if status == lib.LAUNCHER_ERROR_NO_DRIVER:
         return CudaDriverNotFound("dlopen failed")
     if status == lib.LAUNCHER_ERROR_NO_SYMBOL:
         return CudaDriverNotFound("libcuda.so.1 is too old: a driver function is missing")
-    name = lib.launcher_error_name(status)
-    text = lib.launcher_error_string(status)
-    return CudaError(
-        status,
-        ffi.string(name).decode() if name != ffi.NULL else None,
-        ffi.string(text).decode() if text != ffi.NULL else None,
-        context,
-    )
+    if status in (lib.LAUNCHER_ERROR_BAD_PLAN, lib.LAUNCHER_ERROR_BAD_BUFFER):
+        name = "LAUNCHER_ERROR_BAD_PLAN" if status == lib.LAUNCHER_ERROR_BAD_PLAN else "LAUNCHER_ERROR_BAD_BUFFER"
+        return PlanError(f"{context}: {_OWN_ERRORS[name]}" if context else _OWN_ERRORS[name])
+    for name, text in _OWN_ERRORS.items():
+        if status == getattr(lib, name):
+            return CudaError(status, name, text, context)
+    name, text = _error_names(status)
+    return CudaError(status, name, text, context)
+
+
+def check(result, context: str = ""):
+    """Unwrap a cuda.bindings result `(CUresult, *values)`, raising `error()` on failure."""
+    err, *values = result if isinstance(result, tuple) else (result,)
+    code = int(err)
+    if code != 0:
+        raise error(code, context)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
 
 
 def ensure_driver() -> None:
     """Open and initialise libcuda.so.1, or raise CudaDriverNotFound / CudaError."""
     status = native()[1].launcher_driver_init()
     if status != 0:
-        raise error_from_status(status, "cuInit")
+        raise error(status, "cuInit")
 
 
-_cu_lock = threading.Lock()
-_cu_module = None
+_bindings_lock = threading.Lock()
+_bindings_module = None
 
 
-def cu():
-    """cuda.bindings.driver, with the driver initialised (cuInit) once."""
-    global _cu_module
-    if _cu_module is None:
-        with _cu_lock:
-            if _cu_module is None:
+def _bindings(init: bool = True):
+    """cuda.bindings.driver; with init, the driver is opened and initialised (cuInit) once."""
+    global _bindings_module
+    if not init:
+        from cuda.bindings import driver as cudrv
+
+        return cudrv
+    if _bindings_module is None:
+        with _bindings_lock:
+            if _bindings_module is None:
                 ensure_driver()
                 from cuda.bindings import driver as cudrv
 
                 check(cudrv.cuInit(0), "cuInit")
-                _cu_module = cudrv
-    return _cu_module
+                _bindings_module = cudrv
+    return _bindings_module
 
 
-def check(result, context: str = ""):
-    """Unwrap a cuda.bindings result tuple `(CUresult, *values)`, raising CudaError on failure."""
-    err, *values = result if isinstance(result, tuple) else (result,)
-    code = int(err)
-    if code != 0:
-        drv = _cu_module
-        name = text = None
-        if drv is not None:
-            e1, n = drv.cuGetErrorName(err)
-            e2, t = drv.cuGetErrorString(err)
-            name = n.decode() if int(e1) == 0 and n else None
-            text = t.decode() if int(e2) == 0 and t else None
-        raise CudaError(code, name, text, context)
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
+# ---- the hot path: our native library ----
+def current_context(device: int) -> int:
+    """The current CUDA context (a handle), or `device`'s primary context made current when
+    there is none, as Triton's load_binary does."""
+    ffi, lib = native()
+    status = ffi.new("int *")
+    ctx = lib.launcher_current_context(device, status)
+    if status[0]:
+        raise error(status[0], f"making a context current on device {device}")
+    return ctx
+
+
+def current_device() -> int:
+    """The device of the current context (device 0's primary context when there is none)."""
+    ffi, lib = native()
+    status = ffi.new("int *")
+    device = lib.launcher_current_device(status)
+    if status[0]:
+        raise error(status[0], "finding the current device")
+    return device
+
+
+_PLAN_DETAIL = {  # launcher_plan_new's reasons, in words
+    "LAUNCHER_PLAN_TOO_MANY_PARAMS": "too many parameters ({where})",
+    "LAUNCHER_PLAN_BAD_SIZE": "packed size {where} is below the header or above the parameter space",
+    "LAUNCHER_PLAN_BAD_KIND": "parameter {where} has an unknown kind",
+    "LAUNCHER_PLAN_BAD_PARAM_SIZE": "parameter {where} has a size that is not positive or wrong for its kind",
+    "LAUNCHER_PLAN_BAD_OFFSET": "parameter {where} lies outside the packed buffer, overlaps its header "
+                                "or is misaligned for its kind",
+    "LAUNCHER_PLAN_TOO_LARGE": "the parameters take {where} bytes, more than a kernel can take",
+    "LAUNCHER_PLAN_BAD_ATTRS": "launch attribute {where} is unknown, or there are too many",
+    "LAUNCHER_PLAN_BAD_BLOCK": "the block size or cluster size is zero",
+}
+
+
+def make_plan(offsets, sizes, kinds, args_size: int, block_x: int, shared: int, cluster_x: int,
+              attrs=(), context: str = "launch plan"):
+    """A validated native launch plan (freed when the returned object is collected).
+
+    attrs: (id, (x, y, z)) launch attributes. Raises PlanError naming what is wrong."""
+    ffi, lib = native()
+    n = len(offsets)
+    if not (len(sizes) == len(kinds) == n):
+        raise PlanError(f"{context}: {n} offsets, {len(sizes)} sizes and {len(kinds)} kinds")
+    u32 = (0, (1 << 32) - 1)
+    for label, v in (("block size", block_x), ("shared memory", shared), ("cluster size", cluster_x)):
+        if not u32[0] <= v <= u32[1]:
+            raise PlanError(f"{context}: {label} {v} is out of range")
+    try:
+        c_offsets = ffi.new("int[]", list(offsets))
+        c_sizes = ffi.new("int[]", list(sizes))
+        c_kinds = ffi.new("unsigned char[]", list(kinds))
+        c_ids = ffi.new("int[]", [a[0] for a in attrs])
+        c_values = ffi.new("uint32_t[]", [v for a in attrs for v in a[1]])
+    except (OverflowError, TypeError) as e:
+        raise PlanError(f"{context}: {e}") from None
+    detail, where = ffi.new("int *"), ffi.new("int *")
+    plan = lib.launcher_plan_new(n, c_offsets, c_sizes, c_kinds, args_size, block_x, shared,
+                                 cluster_x, len(attrs), c_ids, c_values, detail, where)
+    if plan == ffi.NULL:
+        if detail[0] == -1:
+            raise MemoryError(f"{context}: out of memory")
+        reason = next((text for name, text in _PLAN_DETAIL.items() if getattr(lib, name) == detail[0]),
+                      f"reason {detail[0]}")
+        raise PlanError(f"{context}: {reason.format(where=where[0])}")
+    return ffi.gc(plan, lib.launcher_plan_free)
+
+
+def dry_run_size(plan) -> int:
+    return native()[1].launcher_plan_dry_run_size(plan)
+
+
+def launch_entry():
+    """The C launch entry the generated code calls: (plan, buf, len, dry_run_out, out_len)."""
+    return native()[1].launcher_launch
+
+
+def launch_repeat(plan, buf: bytes, count: int) -> int:
+    return native()[1].launcher_launch_repeat(plan, buf, len(buf), count)
+
+
+def bind(plan, buf: bytes):
+    """A native launch packed once: (handle, launch function, repeat function)."""
+    ffi, lib = native()
+    status = ffi.new("int *")
+    bound = lib.launcher_bound_new(plan, buf, len(buf), status)
+    if bound == ffi.NULL:
+        raise error(status[0], "binding a launch")
+    return ffi.gc(bound, lib.launcher_bound_free), lib.launcher_bound_launch, lib.launcher_bound_repeat
+
+
+def last_bad_param() -> int:
+    return native()[1].launcher_last_bad_param()
+
+
+def pointer_cache_stats() -> tuple:
+    """(range-cache hits in this thread, driver queries in all threads)."""
+    ffi, lib = native()
+    hits, misses = ffi.new("uint64_t *"), ffi.new("uint64_t *")
+    lib.launcher_pointer_cache_stats(hits, misses)
+    return hits[0], misses[0]
+
+
+def pointer_cache_clear() -> None:
+    native()[1].launcher_pointer_cache_clear()
+
+
+def encode_tensor_map_tiled(elem_type: int, global_address: int, dims, byte_strides, box,
+                            elem_strides, interleave: int, swizzle: int, l2_promotion: int,
+                            oob_fill: int) -> bytes:
+    """cuTensorMapEncodeTiled as it is (innermost dimension first); returns the 128 bytes."""
+    ffi, lib = native()
+    out = ffi.new("char[128]")
+    rank = len(dims)
+    rc = lib.launcher_encode_tiled(
+        out, elem_type, rank, global_address, ffi.new("uint64_t[]", list(dims)),
+        ffi.new("uint64_t[]", list(byte_strides) or [0]), ffi.new("uint32_t[]", list(box)),
+        ffi.new("uint32_t[]", list(elem_strides)), interleave, swizzle, l2_promotion, oob_fill)
+    if rc != 0:
+        raise error(rc, "cuTensorMapEncodeTiled")
+    return bytes(ffi.buffer(out, 128))
+
+
+# ---- the cold path: cuda.bindings ----
+def device_count() -> int:
+    cu = _bindings()
+    return int(check(cu.cuDeviceGetCount(), "cuDeviceGetCount"))
+
+
+def _device(ordinal: int):
+    cu = _bindings()
+    return cu, check(cu.cuDeviceGet(ordinal), f"cuDeviceGet({ordinal})")
+
+
+def device_attribute(device: int, name: str) -> int:
+    """cuDeviceGetAttribute of device ordinal `device`; `name` without the
+    CU_DEVICE_ATTRIBUTE_ prefix (e.g. "WARP_SIZE"), or an int for an attribute the installed
+    bindings do not name yet."""
+    cu, dev = _device(device)
+    A = cu.CUdevice_attribute
+    attr = A(name) if isinstance(name, int) else getattr(A, "CU_DEVICE_ATTRIBUTE_" + name)
+    return int(check(cu.cuDeviceGetAttribute(attr, dev), f"cuDeviceGetAttribute({name})"))
+
+
+def device_capability(device: int) -> tuple:
+    return (device_attribute(device, "COMPUTE_CAPABILITY_MAJOR"),
+            device_attribute(device, "COMPUTE_CAPABILITY_MINOR"))
+
+
+def device_name(device: int) -> str:
+    cu, dev = _device(device)
+    raw = check(cu.cuDeviceGetName(256, dev), "cuDeviceGetName")
+    return raw.split(b"\0")[0].decode()
+
+
+@functools.lru_cache(maxsize=None)
+def driver_version() -> int:
+    """The CUDA driver's version, e.g. 13000 for 13.0."""
+    cu = _bindings()
+    return int(check(cu.cuDriverGetVersion(), "cuDriverGetVersion"))
+
+
+def set_current_device(device: int) -> None:
+    cu, dev = _device(device)
+    ctx = check(cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+
+def load_module(image: bytes, name: str) -> int:
+    cu = _bindings()
+    return int(check(cu.cuModuleLoadData(image), f"loading kernel {name!r} (cuModuleLoadData)"))
+
+
+def unload_module(module: int, context: str = "cuModuleUnload") -> None:
+    """Unload a module. An unload can only fail for a context already destroyed (process
+    teardown), which is not an error."""
+    cu = _bindings()
+    err, = cu.cuModuleUnload(cu.CUmodule(int(module)))
+    teardown = (cu.CUresult.CUDA_ERROR_DEINITIALIZED, cu.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                cu.CUresult.CUDA_ERROR_INVALID_CONTEXT)
+    if int(err) != 0 and int(err) not in {int(e) for e in teardown}:
+        raise error(int(err), context)
+
+
+def module_function(module: int, name: str) -> int:
+    cu = _bindings()
+    return int(check(cu.cuModuleGetFunction(cu.CUmodule(int(module)), name.encode()),
+                     f"cuModuleGetFunction({name!r})"))
+
+
+def _function_attribute_id(cu, name):
+    A = cu.CUfunction_attribute
+    if isinstance(name, int):
+        return A(name)  # ValueError when these bindings do not know it
+    return getattr(A, "CU_FUNC_ATTRIBUTE_" + name)
+
+
+def function_attribute(function: int, name: str) -> int:
+    """cuFuncGetAttribute; `name` without the CU_FUNC_ATTRIBUTE_ prefix."""
+    cu = _bindings()
+    attr = _function_attribute_id(cu, name)
+    return int(check(cu.cuFuncGetAttribute(attr, cu.CUfunction(int(function))), f"cuFuncGetAttribute({name})"))
+
+
+def set_function_attribute(function: int, name, value: int, context: str = "", *, required: bool = True) -> bool:
+    """cuFuncSetAttribute; `name` without the CU_FUNC_ATTRIBUTE_ prefix, or a raw value.
+    required=False: return False instead of raising when the driver (or the installed
+    bindings) does not support it."""
+    cu = _bindings()
+    try:
+        attr = _function_attribute_id(cu, name)
+    except (ValueError, AttributeError):
+        if required:
+            raise
+        return False
+    err, = cu.cuFuncSetAttribute(cu.CUfunction(int(function)), attr, value)
+    if int(err) != 0:
+        if required:
+            raise error(int(err), context or f"cuFuncSetAttribute({name}, {value})")
+        return False
+    return True
+
+
+def prefer_shared_memory(function: int) -> None:
+    cu = _bindings()
+    check(cu.cuFuncSetCacheConfig(cu.CUfunction(int(function)), cu.CUfunc_cache.CU_FUNC_CACHE_PREFER_SHARED),
+          "cuFuncSetCacheConfig")
+
+
+def stream_is_capturing(stream: int) -> bool:
+    cu = _bindings()
+    status = check(cu.cuStreamIsCapturing(cu.CUstream(int(stream))), "cuStreamIsCapturing")
+    return int(status) != int(cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE)
+
+
+def occupancy_max_active_clusters(function: int, shared: int, cluster_dim: int) -> int:
+    """Triton's cuOccupancyMaxActiveClusters utility (128 threads, a (cluster_dim, 1, 1) grid)."""
+    cu = _bindings()
+    set_function_attribute(function, "MAX_DYNAMIC_SHARED_SIZE_BYTES", shared)
+    set_function_attribute(function, "NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1)
+    attr = cu.CUlaunchAttribute()
+    attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster_dim, 1, 1
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = cluster_dim, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = 128, 1, 1
+    config.sharedMemBytes = shared
+    config.hStream = cu.CUstream(0)
+    config.attrs = [attr]
+    config.numAttrs = 1
+    return int(check(cu.cuOccupancyMaxActiveClusters(cu.CUfunction(int(function)), config),
+                     "cuOccupancyMaxActiveClusters"))
+
+
+def printf_fifo_size() -> int:
+    cu = _bindings()
+    return int(check(cu.cuCtxGetLimit(cu.CUlimit.CU_LIMIT_PRINTF_FIFO_SIZE), "cuCtxGetLimit"))
+
+
+def set_printf_fifo_size(size: int) -> None:
+    cu = _bindings()
+    check(cu.cuCtxSetLimit(cu.CUlimit.CU_LIMIT_PRINTF_FIFO_SIZE, size), "cuCtxSetLimit")
+
+
+def pointer_is_reachable(address: int) -> bool:
+    """Whether the current context can reach `address` (device or mapped host memory)."""
+    cu = _bindings()
+    err, _ = cu.cuPointerGetAttribute(cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address)
+    return int(err) != int(cu.CUresult.CUDA_ERROR_INVALID_VALUE)
+
+
+def pointer_owner(address: int) -> tuple:
+    """(current device, the other device whose context reaches `address`, or None).
+    For error messages only: it makes each other device's primary context current in turn."""
+    cu = _bindings()
+    current = int(check(cu.cuCtxGetDevice(), "cuCtxGetDevice"))
+    A = cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_POINTER
+    for ordinal in range(device_count()):
+        if ordinal == current:
+            continue
+        dev = check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
+        ctx = check(cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+        try:
+            check(cu.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+            try:
+                err, _ = cu.cuPointerGetAttribute(A, address)
+            finally:
+                cu.cuCtxPopCurrent()
+        finally:
+            cu.cuDevicePrimaryCtxRelease(dev)
+        if int(err) == 0:
+            return current, ordinal
+    return current, None

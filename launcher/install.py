@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 
-from launcher import versions
+from launcher import triton_adapter
 from launcher.cuda_launcher import CudaLauncher
 from launcher.modules import ModuleCache
 from launcher.utils import CudaUtils
@@ -100,10 +100,10 @@ def install(*, fence_check: str | None = None) -> None:
             if fence_check is not None:
                 _state["fence"].policy = policy
             return
-        if not versions.is_supported():
-            lo, hi = versions.SUPPORTED
+        if not triton_adapter.is_supported():
+            lo, hi = triton_adapter.SUPPORTED
             raise RuntimeError(f"launcher supports Triton {lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}, "
-                               f"found {'.'.join(map(str, versions.triton_version()))}")
+                               f"found {'.'.join(map(str, triton_adapter.triton_version()))}")
         from triton import knobs
         from triton.backends.nvidia import driver as nv
 

@@ -22,7 +22,9 @@ from launcher import driver
 
 DEFAULT_CAPACITY = 256
 _SMALL_SHARED = 49152  # bytes of shared memory a kernel gets without opting in
-_SHARED_MEMORY_MODE, _ALLOW_OVERSIZED = 17, 3  # CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE (CUDA 13.1+)
+_ALLOW_OVERSIZED = 3  # CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED (CUDA 13.1+)
+_SHARED_MEMORY_MODE = 17  # CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE, by number: older bindings lack the name
+_MAX_OVERSIZED_SHARED = 150  # CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK, likewise
 
 
 def _default_capacity() -> int:
@@ -33,29 +35,12 @@ def _default_capacity() -> int:
         raise ValueError(f"LAUNCHER_MODULE_CACHE_SIZE must be a non-negative int, got {value!r}") from None
 
 
-def device_attribute(device: int, name_or_value) -> int:
-    """cuDeviceGetAttribute of device ordinal `device`: a CU_DEVICE_ATTRIBUTE_* name (without
-    the prefix, e.g. "WARP_SIZE") or a raw enum value."""
-    cu = driver.cu()
-    A = cu.CUdevice_attribute
-    attr = getattr(A, "CU_DEVICE_ATTRIBUTE_" + name_or_value) if isinstance(name_or_value, str) else A(name_or_value)
-    dev = driver.check(cu.cuDeviceGet(device), f"cuDeviceGet({device})")
-    return driver.check(cu.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute")
-
-
-def device_capability(device: int) -> tuple:
-    return (device_attribute(device, "COMPUTE_CAPABILITY_MAJOR"),
-            device_attribute(device, "COMPUTE_CAPABILITY_MINOR"))
-
-
-def max_shared_memory(device: int) -> int:
-    """Shared memory a block may use on `device`: the opt-in maximum, or on sm_107 with
-    Triton 3.8+ the oversized maximum (Triton's get_device_properties()["max_shared_mem"])."""
-    from launcher.versions import triton_version
-
-    if device_capability(device) == (10, 7) and triton_version() >= (3, 8):
-        return device_attribute(device, 150)  # CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK
-    return device_attribute(device, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+def max_shared_memory(device: int, *, oversized: bool) -> int:
+    """Shared memory a block may use on `device`: the opt-in maximum, or on sm_107 the oversized
+    maximum where the kernel's Triton release counts it (3.8+: `oversized`)."""
+    if oversized and driver.device_capability(device) == (10, 7):
+        return driver.device_attribute(device, _MAX_OVERSIZED_SHARED)
+    return driver.device_attribute(device, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
 
 
 class SharedMemoryError(ValueError):
@@ -65,6 +50,7 @@ class SharedMemoryError(ValueError):
 @dataclass
 class LoadedModule:
     key: tuple  # (hash of the cubin, its length, kernel name, context handle)
+    name: str  # the kernel's name
     cubin: bytes  # compared on every hit, so equal hashes of different cubins never share
     module: int
     function: int
@@ -94,18 +80,6 @@ class CacheStats:
     bytes_held: int = 0  # cubin bytes of all loaded modules
 
 
-def current_context(device: int) -> int:
-    """The current CUDA context (a handle), or `device`'s primary context made current when
-    there is none, as Triton's load_binary does. Asked of the native library: it is on the
-    path of every module-cache hit."""
-    ffi, lib = driver.native()
-    status = ffi.new("int *")
-    ctx = lib.launcher_current_context(device, status)
-    if status[0]:
-        raise driver.error_from_status(status[0], f"making a context current on device {device}")
-    return ctx
-
-
 class ModuleCache:
     """Reference-counted, bounded cache of loaded cubin modules. Thread-safe."""
 
@@ -117,7 +91,6 @@ class ModuleCache:
         self._idle = collections.OrderedDict()  # key -> None, unreferenced, oldest first
         self._key_locks: dict = {}  # key -> Lock held while that key loads
         self.stats = CacheStats()
-        self._shared_warned = set()
 
     # -- configuration --
     @property
@@ -133,8 +106,12 @@ class ModuleCache:
         self._unload(victims)
 
     # -- Triton's interface --
-    def load_binary(self, name: str, kernel: bytes, shared: int, device: int) -> tuple:
-        """Triton's utils.load_binary: (module, function, n_regs, n_spills, n_max_threads)."""
+    def load_binary(self, name: str, kernel: bytes, shared: int, device: int, *,
+                    oversized_shared: bool = False) -> tuple:
+        """Triton's utils.load_binary: (module, function, n_regs, n_spills, n_max_threads).
+
+        oversized_shared: the kernel's Triton release launches more than 228 KiB of shared
+        memory in the oversized mode (the spec's conventions; Triton 3.8+)."""
         # Python caches a bytes object's hash, so the same CompiledKernel's cubin hashes once.
         key = (hash(kernel), len(kernel), name, self._context(device))
         with self._lock:
@@ -152,7 +129,7 @@ class ModuleCache:
                 self.stats.misses += 1
                 collision = key in self._entries  # same hash, different cubin: load, don't cache
             try:
-                entry = self._load(key, name, kernel, shared)
+                entry = self._load(key, name, kernel, shared, oversized_shared)
             except BaseException:
                 with self._lock:
                     self._key_locks.pop(key, None)
@@ -236,63 +213,46 @@ class ModuleCache:
 
     # -- the driver calls (a test double of the cache's bookkeeping overrides these three) --
     def _context(self, device: int) -> int:
-        return current_context(device)
+        return driver.current_context(device)
 
     def _unload_module(self, entry: LoadedModule) -> None:
-        cu = driver.cu()
-        err, = cu.cuModuleUnload(cu.CUmodule(entry.module))
-        # An unload can only fail for a context already destroyed (process teardown).
-        if int(err) not in (0, int(cu.CUresult.CUDA_ERROR_DEINITIALIZED),
-                            int(cu.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED),
-                            int(cu.CUresult.CUDA_ERROR_INVALID_CONTEXT)):
-            driver.check((err,), f"cuModuleUnload of kernel {entry.key[1]!r}")
+        driver.unload_module(entry.module, f"cuModuleUnload of kernel {entry.name!r}")
 
-    def _load(self, key, name, kernel, shared) -> LoadedModule:
-        cu = driver.cu()
-        A = cu.CUfunction_attribute
-        dev = driver.check(cu.cuCtxGetDevice(), "cuCtxGetDevice")
-        optin = driver.check(cu.cuDeviceGetAttribute(
-            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
-            "cuDeviceGetAttribute")
-        limit = max_shared_memory(int(dev))
+    def _load(self, key, name, kernel, shared, oversized_shared=False) -> LoadedModule:
+        """Load a cubin on the current context's device, with what that device needs decided
+        here, once: the shared-memory limit and opt-in, and non-portable cluster sizes."""
+        device = driver.current_device()
+        limit = max_shared_memory(device, oversized=oversized_shared)
         if shared > limit:
             raise SharedMemoryError(
-                f"kernel {name!r} needs {shared} bytes of shared memory; device {int(dev)} "
+                f"kernel {name!r} needs {shared} bytes of shared memory; device {device} "
                 f"allows at most {limit} per block")
-        mod = driver.check(cu.cuModuleLoadData(kernel), f"loading kernel {name!r} (cuModuleLoadData)")
+        mod = driver.load_module(kernel, name)
         try:
-            fn = driver.check(cu.cuModuleGetFunction(mod, name.encode()), f"cuModuleGetFunction({name!r})")
-            n_regs = driver.check(cu.cuFuncGetAttribute(A.CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "cuFuncGetAttribute")
-            local = driver.check(cu.cuFuncGetAttribute(A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn), "cuFuncGetAttribute")
-            max_threads = driver.check(cu.cuFuncGetAttribute(A.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn),
-                                       "cuFuncGetAttribute")
+            fn = driver.module_function(mod, name)
+            n_regs = driver.function_attribute(fn, "NUM_REGS")
+            local = driver.function_attribute(fn, "LOCAL_SIZE_BYTES")
+            max_threads = driver.function_attribute(fn, "MAX_THREADS_PER_BLOCK")
+            optin = driver.device_attribute(device, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
             if shared > _SMALL_SHARED and optin > _SMALL_SHARED:
-                self._allow_large_shared(cu, fn, dev, optin, name)
+                self._allow_large_shared(fn, optin, name, oversized_shared)
+            if driver.device_capability(device)[0] >= 9:
+                # Clusters of 16 CTAs are non-portable: allow them once, here, rather than
+                # before every launch (Triton sets this before each launch with num_ctas 16;
+                # it only permits sizes above 8, so setting it for every kernel is harmless).
+                driver.set_function_attribute(fn, "NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1, required=False)
         except BaseException:
-            cu.cuModuleUnload(mod)
+            driver.unload_module(mod)
             raise
-        return LoadedModule(key, kernel, int(mod), int(fn), int(n_regs), int(local) // 4, int(max_threads))
+        return LoadedModule(key, name, kernel, mod, fn, n_regs, local // 4, max_threads)
 
     @staticmethod
-    def _allow_large_shared(cu, fn, dev, optin, name):
+    def _allow_large_shared(fn, optin, name, oversized_shared):
         """Give the function the device's opt-in maximum of dynamic shared memory, as Triton does."""
-        from launcher.versions import triton_version
-
-        if triton_version() >= (3, 8) and _has_attr(cu, _SHARED_MEMORY_MODE):
-            # Newer drivers: let the kernel use oversized shared memory (Triton 3.8+ tries this first).
-            err, = cu.cuFuncSetAttribute(fn, cu.CUfunction_attribute(_SHARED_MEMORY_MODE), _ALLOW_OVERSIZED)
-            if int(err) == 0:
-                return
-        A = cu.CUfunction_attribute
-        driver.check(cu.cuFuncSetCacheConfig(fn, cu.CUfunc_cache.CU_FUNC_CACHE_PREFER_SHARED), "cuFuncSetCacheConfig")
-        static = driver.check(cu.cuFuncGetAttribute(A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn), "cuFuncGetAttribute")
-        driver.check(cu.cuFuncSetAttribute(fn, A.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - static),
-                     f"allowing {optin - static} bytes of dynamic shared memory for kernel {name!r}")
-
-
-def _has_attr(cu, value: int) -> bool:
-    try:
-        cu.CUfunction_attribute(value)
-        return True
-    except ValueError:
-        return False
+        if oversized_shared and driver.set_function_attribute(fn, _SHARED_MEMORY_MODE, _ALLOW_OVERSIZED,
+                                                              required=False):
+            return  # newer drivers: the kernel may use oversized shared memory (Triton 3.8+ tries this first)
+        driver.prefer_shared_memory(fn)
+        static = driver.function_attribute(fn, "SHARED_SIZE_BYTES")
+        driver.set_function_attribute(fn, "MAX_DYNAMIC_SHARED_SIZE_BYTES", optin - static,
+                                      f"allowing {optin - static} bytes of dynamic shared memory for kernel {name!r}")

@@ -1,10 +1,13 @@
 """CUtensorMap objects and host TensorDescriptor encoding (what Triton's driver.c does in C).
 
 `TensorMap` stands in for Triton's `PyCUtensorMap`: 128 bytes, also reachable at a 128-byte
-aligned host address (`tma_desc_cpu_ptr()`). `DescriptorEncoder` turns a host
-`TensorDescriptor` into the parameters a TMA-lowered kernel takes, and remembers the maps it
-encoded (a map depends only on the address, shape, strides and the kernel's block/swizzle),
-so launching with the same tensor again does not ask the driver to encode it again.
+aligned host address (`tma_desc_cpu_ptr()`). `encode_tiled` applies Triton's conventions
+(dimensions outermost first as Python sees them, element strides 1, 128-byte L2 promotion, the
+CUTLASS bit-21 workaround where the kernel's Triton release applies it) around the driver's
+encoder. `DescriptorEncoder` turns a host `TensorDescriptor` into the parameters a TMA-lowered
+kernel takes, and remembers the maps it encoded (a map depends only on the address, shape,
+strides and the kernel's block/swizzle), so a launch with the same tensor again does not encode
+again.
 """
 from __future__ import annotations
 
@@ -16,6 +19,11 @@ from launcher import driver
 TMA_DTYPE_DEVICE_TO_HOST = {i: i for i in range(16)}
 TMA_DTYPE_DEVICE_TO_HOST.update({8: 10, 9: 8, 10: 9})
 TMA_TF32 = 11
+# cuTensorMapEncodeTiled's enums, as Triton uses them.
+_INTERLEAVE_NONE, _L2_PROMOTION_128B = 0, 2
+_OOB_FILL_NONE, _OOB_FILL_NAN = 0, 1
+_BIT21_DRIVERS = 13010  # drivers up to 13.1 get the CUTLASS workaround
+_BIT21_EXTENT = 128 * 1024  # ... for tensors whose last byte lies below 128 KiB
 
 
 class TensorMap:
@@ -44,105 +52,120 @@ class TensorMap:
         return f"TensorMap({self.data[:16].hex()}...)"
 
 
-def tensormap_bytes(obj, name: str) -> bytes:
+def tensormap_bytes(obj) -> bytes:
     """The 128 bytes of an nvTmaDesc argument: our TensorMap or Triton's own PyCUtensorMap."""
     if obj.__class__ is TensorMap:
         return obj.data
-    try:
-        from triton.backends.nvidia import driver as nvdriver
-        stock_type = nvdriver.PyCUtensorMap
-    except Exception:  # pragma: no cover - triton not importable
-        stock_type = None
-    if stock_type is not None and type(obj) is stock_type:
+    from launcher.triton_adapter import stock_tensormap_type
+
+    stock = stock_tensormap_type()
+    if stock is not None and stock is not TensorMap and type(obj) is stock:
         ffi, _ = driver.native()
         return bytes(ffi.buffer(ffi.cast("char *", obj.tma_desc_cpu_ptr()), 128))
-    raise TypeError(f"parameter {name!r} (nvTmaDesc) expects a CUtensorMap "
-                    f"(launcher.TensorMap or Triton's PyCUtensorMap), got {type(obj).__name__}")
+    raise TypeError(f"expects a CUtensorMap (launcher.TensorMap or Triton's PyCUtensorMap), "
+                    f"got {type(obj).__name__}")
 
 
 def encode_tiled(address: int, swizzle: int, elem_size: int, elem_type: int, block_size, shape,
                  strides, padding: int, *, clear_bit21: bool) -> TensorMap:
-    """cuTensorMapEncodeTiled with Triton's conventions (dims outermost first, as in Python)."""
+    """cuTensorMapEncodeTiled with Triton's conventions: `shape`, `strides` (in elements) and
+    `block_size` outermost first, as in Python. clear_bit21: the kernel's Triton release applies
+    the CUTLASS workaround (decided here against the driver's version)."""
     rank = len(shape)
     if not 1 <= rank <= 5 or len(strides) != rank or len(block_size) != rank:
         raise ValueError(f"tensor map rank mismatch: shape {list(shape)}, strides {list(strides)}, "
                          f"block {list(block_size)} (rank 1 to 5)")
-    ffi, lib = driver.native()
-    out = ffi.new("char[128]")
-    rc = lib.launcher_encode_tiled(
-        out, elem_type, rank, address,
-        ffi.new("uint64_t[]", [operator.index(s) for s in shape]),
-        ffi.new("uint64_t[]", [operator.index(s) for s in strides]),
-        ffi.new("uint32_t[]", [operator.index(b) for b in block_size]),
-        elem_size, swizzle, 1 if padding else 0, 1 if clear_bit21 else 0)
-    if rc != 0:
-        raise driver.error_from_status(
-            rc, f"failed to create tensor map descriptor (elemType={elem_type} rank={rank} "
-                f"global_address={address:#x} elemSize={elem_size} swizzle={swizzle} "
-                f"padding={padding} shape={list(shape)} strides={list(strides)} "
-                f"blockSize={list(block_size)})")
-    return TensorMap(bytes(ffi.buffer(out, 128)))
+    shape = [operator.index(s) for s in shape]
+    strides = [operator.index(s) for s in strides]
+    block = [operator.index(b) for b in block_size]
+    if any(s < 0 for s in shape) or any(s < 0 for s in strides) or any(b <= 0 for b in block):
+        raise ValueError(f"tensor map shape {shape}, strides {strides} and block {block} must be "
+                         "non-negative (the block positive)")
+    # The driver takes dimensions innermost first, and byte strides of the rank-1 outer ones.
+    dims = shape[::-1]
+    byte_strides = [strides[rank - 2 - i] * elem_size for i in range(rank - 1)]
+    try:
+        data = driver.encode_tensor_map_tiled(
+            elem_type, address, dims, byte_strides, block[::-1], [1] * rank, _INTERLEAVE_NONE,
+            swizzle, _L2_PROMOTION_128B, _OOB_FILL_NAN if padding else _OOB_FILL_NONE)
+    except OverflowError:
+        raise ValueError(f"tensor map shape {shape} or strides {strides} do not fit the driver's "
+                         "64-bit sizes") from None
+    except driver.CudaError as e:
+        raise driver.CudaError(
+            e.code, e.name, e.text,
+            f"failed to create tensor map descriptor (elemType={elem_type} rank={rank} "
+            f"global_address={address:#x} elemSize={elem_size} swizzle={swizzle} padding={padding} "
+            f"shape={shape} strides={strides} blockSize={block})") from None
+    if clear_bit21 and driver.driver_version() <= _BIT21_DRIVERS:
+        extent = sum((dims[i] - 1) * (elem_size if i == 0 else byte_strides[i - 1]) for i in range(rank))
+        if extent + 1 < _BIT21_EXTENT:
+            word = int.from_bytes(data[8:16], "little") & ~(1 << 21)
+            data = data[:8] + word.to_bytes(8, "little") + data[16:]
+    return TensorMap(data)
 
 
 class DescriptorEncoder:
-    """Host TensorDescriptor -> (CUtensorMap, shape..., strides...) for one kernel parameter."""
+    """Host TensorDescriptor -> (CUtensorMap, shape..., strides...) for one TMA-lowered parameter.
+
+    meta: Triton's tensordesc_meta entry for it; conventions: the spec's (launcher.spec)."""
 
     MAX_CACHED = 1024
 
-    def __init__(self, name: str, meta: dict, ndim: int, *, version: tuple):
-        self.name = name
+    def __init__(self, meta: dict, ndim: int, conventions):
         self.ndim = ndim
         self.swizzle = meta["swizzle"]
         self.elem_size = meta["elem_size"]
         self.elem_type = meta["elem_type"]
         self.block_size = list(meta["block_size"])
         self.fp4_padded = bool(meta.get("fp4_padded", False))
-        self.newer = version >= (3, 7)  # tf32 rounding, original shape in the tail, bit 21
+        self.tma_tf32 = conventions.tma_tf32
+        self.original_shape = conventions.tma_original_shape
+        self.clear_bit21 = conventions.tma_clear_bit21
         self.cache = {}
 
     def __call__(self, desc):
         shape = tuple(desc.shape)
         strides = tuple(desc.strides)
         nan = desc.padding == "nan"
-        tf32 = self.newer and bool(getattr(desc, "round_f32_to_tf32", False))
+        tf32 = self.tma_tf32 and bool(getattr(desc, "round_f32_to_tf32", False))
         base = desc.base
         address = base if base.__class__ is int else base.data_ptr()
-        key = (address, shape, strides, nan, tf32)
-        tmap = self.cache.get(key)
+        tmap = self.cache.get((address, shape, strides, nan, tf32))
         if tmap is None:
             tmap = self._encode(address, shape, strides, nan, tf32)
-        encoded_shape = shape
-        if self.fp4_padded:
-            encoded_shape = shape[:-1] + (shape[-1] * 2,)
-        tail_shape = shape if self.newer else encoded_shape
+        tail_shape = shape if self.original_shape or not self.fp4_padded else shape[:-1] + (shape[-1] * 2,)
         return (tmap.data, *tail_shape, *strides)
 
     def _encode(self, address, shape, strides, nan, tf32):
         if len(shape) != self.ndim or len(strides) != self.ndim:
-            raise ValueError(f"parameter {self.name!r} expects a {self.ndim}-d tensor descriptor, "
-                             f"got shape {list(shape)} and strides {list(strides)}")
+            raise ValueError(f"expects a {self.ndim}-d tensor descriptor, got shape {list(shape)} "
+                             f"and strides {list(strides)}")
         if strides[-1] != 1:
-            raise ValueError(f"parameter {self.name!r}: the last stride of a TMA tensor "
-                             f"descriptor must be 1, got strides {list(strides)}")
-        check_device_pointer(address, self.name)
+            raise ValueError(f"the last stride of a TMA tensor descriptor must be 1, got strides {list(strides)}")
+        if address and not driver.pointer_is_reachable(address):
+            raise ValueError(f"tensor descriptor base {address:#x} cannot be accessed from the "
+                             "device (a CPU tensor?)")
         encoded_shape = list(shape)
         if self.fp4_padded:
             encoded_shape[-1] *= 2
         elem_type = TMA_TF32 if tf32 else TMA_DTYPE_DEVICE_TO_HOST[self.elem_type]
         tmap = encode_tiled(address, self.swizzle, self.elem_size, elem_type, self.block_size,
-                            encoded_shape, strides, 1 if nan else 0, clear_bit21=self.newer)
+                            encoded_shape, strides, 1 if nan else 0, clear_bit21=self.clear_bit21)
         if len(self.cache) >= self.MAX_CACHED:
             self.cache.clear()
         self.cache[(address, shape, strides, nan, tf32)] = tmap
         return tmap
 
 
-def check_device_pointer(address: int, name: str) -> None:
-    """Refuse a tensor descriptor whose base the device cannot reach (encoding would not)."""
-    if address == 0:
-        return
-    cu = driver.cu()
-    err, _ = cu.cuPointerGetAttribute(cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address)
-    if int(err) == int(cu.CUresult.CUDA_ERROR_INVALID_VALUE):  # host memory
-        raise ValueError(f"parameter {name!r}: tensor descriptor base {address:#x} cannot be "
-                         "accessed from the device (a CPU tensor?)")
+def decomposer(tf32_flag: bool):
+    """Host TensorDescriptor -> the parameters a kernel without TMA lowering takes: base, shape,
+    strides, padding (and round_f32_to_tf32 where the convention has it), shape, strides."""
+    def decompose(d):
+        base = d.base
+        ptr = base if base.__class__ is int else base.data_ptr() if base is not None else 0
+        shape, strides = tuple(d.shape), tuple(d.strides)
+        flags = (d.padding == "nan", bool(d.round_f32_to_tf32)) if tf32_flag else (d.padding == "nan",)
+        return (ptr, *shape, *strides, *flags, *shape, *strides)
+
+    return decompose

@@ -5,7 +5,7 @@ Signatures are built the way Triton hands them to `driver.active.launcher_cls`: 
 `.fn.arg_names`, and a `metadata` with the fields CudaLauncher reads. They are synthetic
 (SimpleNamespace), so no Triton compile is needed per case.
 
-The reference packer here is written from the rules, apart from launcher/signature.py and
+The reference packer here is written from the rules, apart from launcher/spec.py and
 launcher/cuda_launcher.py: drop constexprs, flatten tuples depth first, one entry per kernel
 parameter (scalar bytes from tests/reference_packer.py), then the two scratch pointers.
 """
@@ -102,7 +102,7 @@ class Kernel:
             global_scratch_size=self.global_scratch, global_scratch_align=128,
             profile_scratch_size=self.profile_scratch, profile_scratch_align=8,
             launch_cooperative_grid=self.cooperative, launch_pdl=self.pdl,
-            instrumentation_mode="", num_ctas=1)
+            instrumentation_mode="", num_ctas=1, num_warps=4, shared=0, warp_size=32)
 
 
 @st.composite

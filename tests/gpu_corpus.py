@@ -104,14 +104,6 @@ def case_host_tma():
     return {"out": (out, x + 1)}
 
 
-@triton.jit
-def device_desc_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
-    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
-    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
-    pm, pn = tl.program_id(0), tl.program_id(1)
-    dst.store([pm * BM, pn * BN], src.load([pm * BM, pn * BN]) * 2)
-
-
 def case_device_tma_with_scratch():
     calls = []
 
@@ -123,7 +115,7 @@ def case_device_tma_with_scratch():
     _seed()
     x = torch.randn(128, 256, device=DEV)
     out = torch.empty_like(x)
-    ck = device_desc_kernel[(4, 4)](x, out, 128, 256, BM=32, BN=64)
+    ck = K.device_desc_kernel[(4, 4)](x, out, 128, 256, BM=32, BN=64)
     want = [(ck.metadata.global_scratch_size * 16, ck.metadata.global_scratch_align)]
     return {"out": (out, x * 2),
             "scratch": (torch.tensor(calls[-1:], device=DEV), torch.tensor(want, device=DEV))}
@@ -141,42 +133,22 @@ def case_cooperative():
     return case_vector_add(launch_cooperative_grid=True)
 
 
-@triton.jit
-def matmul_kernel(a, b, c, M, N, Kd, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pm, pn = tl.program_id(0), tl.program_id(1)
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, Kd, BK):
-        x = tl.load(a + rm[:, None] * Kd + (k + rk)[None, :])
-        y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
-        acc += tl.dot(x, y)
-    tl.store(c + rm[:, None] * N + rn[None, :], acc)
-
-
 def case_large_shared_memory():
     _seed()
     M = N = Kd = 512
     a = torch.randn(M, Kd, device=DEV, dtype=torch.float16)
     b = torch.randn(Kd, N, device=DEV, dtype=torch.float16)
     c = torch.empty(M, N, device=DEV, dtype=torch.float32)
-    ck = matmul_kernel[(M // 128, N // 128)](a, b, c, M, N, Kd, BM=128, BN=128, BK=64, num_stages=4)
+    ck = K.matmul_kernel[(M // 128, N // 128)](a, b, c, M, N, Kd, BM=128, BN=128, BK=64, num_stages=4)
     shared = torch.tensor([int(ck.metadata.shared > 49152)], device=DEV)
     return {"c": (c, None), "close": (torch.tensor([int(torch.allclose(c, a.float() @ b.float(), atol=1e-1, rtol=1e-2))],
                                                    device=DEV), torch.tensor([1], device=DEV)),
             "shared_over_48k": (shared, torch.tensor([1], device=DEV))}
 
 
-@triton.jit
-def grid3d_kernel(out, NX, NY):
-    x, y, z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    tl.store(out + (z * NY + y) * NX + x, x + 10 * y + 100 * z)
-
-
 def case_grid_3d():
     out = torch.full((2, 3, 4), -1, dtype=torch.int32, device=DEV)
-    grid3d_kernel[(4, 3, 2)](out, 4, 3)
+    K.grid3d_kernel[(4, 3, 2)](out, 4, 3)
     z, y, x = torch.meshgrid(torch.arange(2), torch.arange(3), torch.arange(4), indexing="ij")
     return {"out": (out, (x + 10 * y + 100 * z).to(torch.int32).to(DEV))}
 

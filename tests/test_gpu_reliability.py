@@ -181,11 +181,11 @@ def test_building_and_dropping_launchers_and_modules_frees_them(add_kernel):
     tracemalloc.start()
     snap0 = tracemalloc.take_snapshot()
     for _ in range(10_000):
-        cuda_launcher._classes.clear()
+        cuda_launcher.clear_launcher_cache()
         launcher.CudaLauncher(ck.src, ck.metadata)
         module = cache.load_binary(ck.name, ck.kernel, ck.metadata.shared, dev)[0]
         cache.unload_module(module)
-    cuda_launcher._classes.clear()
+    cuda_launcher.clear_launcher_cache()
     gc.collect()
     snap1 = tracemalloc.take_snapshot()
     tracemalloc.stop()

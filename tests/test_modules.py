@@ -22,11 +22,11 @@ class RecordingCache(ModuleCache):
     def _context(self, device):
         return self.ctx
 
-    def _load(self, key, name, kernel, shared):
+    def _load(self, key, name, kernel, shared, oversized_shared=False):
         time.sleep(self.load_delay)
         self._next += 1
         self.loaded.append((name, key[-1]))
-        return LoadedModule(key, kernel, self._next, self._next + 1000, 32, 0, 1024)
+        return LoadedModule(key, name, kernel, self._next, self._next + 1000, 32, 0, 1024)
 
     def _unload_module(self, entry):
         self.unloaded.append(entry.module)

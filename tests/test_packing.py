@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from triton_compile import compile_cpu
 from launcher import CudaLauncher
-from launcher.signature import INT_RANGES
+from launcher.spec import INT_RANGES
 from reference_packer import reference_bytes
 
 import kernels as K

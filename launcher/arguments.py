@@ -1,0 +1,224 @@
+"""Every rule a launch argument must follow, in one place: the plan-driven packer.
+
+`flat_values(spec, args, encoders)` walks a spec's argument tree next to the arguments and
+converts each one into what its parameters receive, raising an exception that names the kernel,
+the parameter and what was expected: TypeError for a wrong count or type, OverflowError for a
+value out of range, ValueError for a wrong tuple length or an unusable value.
+
+It serves twice: a launcher's first launches go through it (no code to generate for a kernel
+launched once), and when the generated fast path (launcher.codegen) fails, `diagnose` walks the
+arguments with it to say which one is bad. The fast path follows exactly these rules, faster;
+the tests hold the two to the same bytes and the same refusals.
+"""
+from __future__ import annotations
+
+import collections.abc
+import operator
+import struct
+
+from launcher import spec as S
+from launcher.tensormap import tensormap_bytes
+
+__all__ = ["flat_values", "check_header", "diagnose"]
+
+_U64 = (0, (1 << 64) - 1)
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _typename(value) -> str:
+    t = type(value)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _where(spec, name) -> str:
+    return f"kernel {spec.kernel!r}: parameter {name!r}"
+
+
+def show(value) -> str:
+    """A value for a message (huge ints are too long to print)."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"an int of {value.bit_length()} bits"
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{_typename(value)}>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _raised(spec, name, what, value, e) -> TypeError:
+    return TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)} whose conversion "
+                     f"raised {type(e).__name__}: {e}")
+
+
+def as_int(spec, name, value, what, bounds) -> int:
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)}") from None
+    except Exception as e:  # a user __index__ that raises something else
+        raise _raised(spec, name, what, value, e) from e
+    lo, hi = bounds
+    if not lo <= v <= hi:
+        raise OverflowError(f"{_where(spec, name)} expects {what}, got {show(v)} (out of range)")
+    return v
+
+
+def pointer(spec, name, ty, value) -> int:
+    """The address a pointer parameter receives: an int, a tensor's data_ptr(), or 0 for None."""
+    what = S.describe_type(ty)
+    if value is None:
+        return 0
+    if type(value) is int:
+        return as_int(spec, name, value, what, _U64)
+    if isinstance(value, int):  # bool, IntEnum...: almost certainly a mistake for an address
+        raise TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)} "
+                        f"(pass int({value!r}) for an address)")
+    try:
+        data_ptr = getattr(value, "data_ptr", None)
+        ptr = data_ptr() if callable(data_ptr) else None
+    except Exception as e:
+        raise TypeError(f"{_where(spec, name)}: {_typename(value)}.data_ptr() raised "
+                        f"{type(e).__name__}: {e}") from e
+    if not callable(data_ptr):
+        raise TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)}")
+    try:
+        address = operator.index(ptr)  # what the packer accepts: an int, or anything with __index__
+    except Exception:
+        raise TypeError(f"{_where(spec, name)}: {_typename(value)}.data_ptr() returned "
+                        f"{_typename(ptr)}, expected an int") from None
+    return as_int(spec, name, address, "a data_ptr() in [0, 2**64)", _U64)
+
+
+def real(spec, name, ty, value) -> float:
+    what = S.describe_type(ty)
+    if isinstance(value, (str, bytes, bytearray)) or not hasattr(value, "__float__") and not hasattr(value, "__index__"):
+        raise TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)}")
+    try:
+        f = float(value)
+    except OverflowError:
+        raise OverflowError(f"{_where(spec, name)} expects {what}, got {show(value)} "
+                            f"(too large for a float)") from None
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)}") from e
+    except Exception as e:  # a user __float__ that raises something else
+        raise _raised(spec, name, what, value, e) from e
+    code = S.SCALARS[ty][0]  # the struct code the packer uses
+    try:
+        struct.pack("<" + code, f)
+    except (OverflowError, struct.error):
+        limit = {"e": "65504", "f": "3.4028235e38", "d": "1.8e308"}[code]
+        raise OverflowError(f"{_where(spec, name)} expects {what}, got {show(value)} "
+                            f"(out of range: |x| <= {limit}, or inf/nan)") from None
+    return f
+
+
+def scalar(spec, name, ty, value):
+    if ty in ("i1", "u1"):
+        return as_int(spec, name, value, S.describe_type(ty), (0, 1))
+    if ty in S.INT_RANGES:
+        return as_int(spec, name, value, S.describe_type(ty), S.INT_RANGES[ty])
+    return real(spec, name, ty, value)
+
+
+def _tensordesc(spec, arg, name, value, encoder) -> tuple:
+    ndim = arg.desc.ndim
+    missing = [a for a in ("base", "shape", "strides", "padding") if not hasattr(value, a)]
+    if missing:
+        raise TypeError(f"{_where(spec, name)} expects {S.describe_type(arg.type)}, got {_typename(value)}")
+    shape, strides = list(value.shape), list(value.strides)
+    if len(shape) != ndim or len(strides) != ndim:
+        raise ValueError(f"{_where(spec, name)} expects a {ndim}-d tensor descriptor, "
+                         f"got shape {shape} and strides {strides}")
+    pointer(spec, name + ".base", "*" + arg.desc.dtype, value.base)
+    for i, s in enumerate(shape):
+        as_int(spec, f"{name}.shape[{i}]", s, "an int in [-2**31, 2**31)", _I32)
+    for i, s in enumerate(strides):
+        as_int(spec, f"{name}.strides[{i}]", s, "an int64", S.INT_RANGES["i64"])
+    try:
+        values = encoder(value)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise type(e)(f"{_where(spec, name)}: {e}") from None
+    # Each part as its parameter takes it (the encoder may pass a bool flag or a numpy int).
+    out = []
+    for index, v in zip(arg.params, values):
+        p = spec.params[index]
+        if p.kind == S.POINTER:
+            out.append(pointer(spec, spec.param_name(index), p.type, v))
+        elif p.kind == S.VALUE:
+            out.append(scalar(spec, spec.param_name(index), p.type, v))
+        else:
+            out.append(v)
+    return tuple(out)
+
+
+def _walk(spec, arg, path, value, encoders, out):
+    name = spec.arg_name(path)
+    if arg.kind == "constexpr":
+        return
+    if arg.kind == "tuple":
+        n = len(arg.children)
+        if not isinstance(value, collections.abc.Sequence):
+            raise TypeError(f"{_where(spec, name)} expects a sequence of {n}, got {_typename(value)}")
+        try:
+            items = list(value)
+        except Exception as e:
+            raise TypeError(f"{_where(spec, name)} expects a sequence of {n}; iterating "
+                            f"{_typename(value)} raised {type(e).__name__}: {e}") from e
+        if len(items) != n:
+            raise ValueError(f"{_where(spec, name)} expects a sequence of {n}, got {len(items)} items")
+        for i, (child, item) in enumerate(zip(arg.children, items)):
+            _walk(spec, child, path + (i,), item, encoders, out)
+    elif arg.kind == "tensordesc":
+        out.extend(_tensordesc(spec, arg, name, value, encoders[path]))
+    elif arg.kind == "pointer":
+        out.append(pointer(spec, name, arg.type, value))
+    elif arg.kind == "tensormap":
+        try:
+            out.append(tensormap_bytes(value))
+        except TypeError as e:
+            raise TypeError(f"{_where(spec, name)} (nvTmaDesc) {e}") from None
+    else:
+        out.append(scalar(spec, name, arg.type, value))
+
+
+def check_header(spec, grid_x, grid_y, grid_z, stream, function) -> tuple:
+    for axis, g in zip("XYZ", (grid_x, grid_y, grid_z)):
+        as_int(spec, f"grid{axis}", g, "an int in [-2**31, 2**31)", _I32)
+    return (as_int(spec, "function", function, "a CUfunction handle (an int)", _U64),
+            as_int(spec, "stream", stream, "a CUstream handle (an int)", _U64),
+            operator.index(grid_x), operator.index(grid_y), operator.index(grid_z))
+
+
+def check_kernel_metadata(spec, kernel_metadata) -> tuple:
+    """(num_warps, num_ctas, shared) as Triton passes them, checked."""
+    try:
+        md = tuple(kernel_metadata)
+    except TypeError:
+        md = None
+    if md is None or len(md) != 3:
+        raise TypeError(f"kernel {spec.kernel!r}: kernel_metadata must be a "
+                        f"(num_warps, num_ctas, shared) tuple, got {show(kernel_metadata)}")
+    return tuple(as_int(spec, f"kernel_metadata.{field}", v, f"an int in [{lo}, {hi}]", (lo, hi))
+                 for field, v, lo, hi in zip(("num_warps", "num_ctas", "shared"), md,
+                                             (1, 1, 0), (0xFFFF, 0xFFFF, 0xFFFFFFFF)))
+
+
+def flat_values(spec, args, encoders) -> list:
+    """The value of every kernel parameter but the two scratch pointers, in parameter order.
+
+    encoders: {argument path: callable} for the tensor-descriptor arguments."""
+    if len(args) != spec.arity:
+        names = ", ".join(spec.arg_names)
+        raise TypeError(f"kernel {spec.kernel!r} takes {spec.arity} arguments ({names}), got {len(args)}")
+    out = []
+    for i, (arg, value) in enumerate(zip(spec.args, args)):
+        _walk(spec, arg, (i,), value, encoders, out)
+    return out
+
+
+def diagnose(spec, encoders, exc, grid_x, grid_y, grid_z, stream, function, kernel_metadata, args):
+    """Raise the precise error for a launch whose fast path failed with `exc`."""
+    check_header(spec, grid_x, grid_y, grid_z, stream, function)
+    flat_values(spec, args, encoders)
+    check_kernel_metadata(spec, kernel_metadata)
+    raise exc

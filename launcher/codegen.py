@@ -1,0 +1,153 @@
+"""The generated fast path: one readable template per mode, filled in once per spec shape.
+
+A plain loop over the argument plan (launcher.arguments) is what a launcher runs first; once it
+is hot, launcher.cuda_launcher swaps in a function generated for exactly its signature. That
+function unpacks the signature's tuples, calls `data_ptr()` where a pointer is expected, and
+hands everything to one precompiled `struct.Struct`, which also range-checks every scalar. When
+anything fails, it calls `self._bad_call`, which walks the arguments with the plan-driven
+packer to name the culprit, so checking costs nothing here.
+
+The templates below are the whole story: `{convert}` becomes a few lines per argument (see
+`_convert`), `{values}` the packed values in parameter order. Every generated function is
+registered with linecache, so tracebacks, `inspect.getsource` and debuggers show its lines.
+The code depends only on the spec's shape (never on names), so kernels of one shape share it.
+"""
+from __future__ import annotations
+
+import hashlib
+import linecache
+
+# -- the templates --
+_HEAD = '''\
+def {name}(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
+        launch_enter_hook, launch_exit_hook, *args):
+    """{doc}"""
+    try:
+{unpack}{convert}        buf = {packer}(function, stream, gridX, gridY, gridZ, 0, {values})
+{scratch}        plan = PLAN if kernel_metadata == PACKED_METADATA else self._plan_for(kernel_metadata)
+    except Exception as exc:
+        self._bad_call(exc, gridX, gridY, gridZ, stream, function, kernel_metadata, args)
+'''
+
+TEMPLATES = {
+    "launch": _HEAD + '''\
+    if launch_enter_hook is not None:
+        launch_enter_hook(launch_metadata)
+    status = c_launch(plan, buf, SIZE, NULL, 0)
+    if status:
+        self._launch_failed(status, buf)
+    if launch_exit_hook is not None:
+        launch_exit_hook(launch_metadata)
+''',
+    "dry_run": _HEAD + '''\
+    if launch_enter_hook is not None:
+        launch_enter_hook(launch_metadata)
+    out = new_out()
+    status = c_launch(plan, buf, SIZE, out, OUT_SIZE)
+    if status:
+        self._launch_failed(status, buf)
+    if launch_exit_hook is not None:
+        launch_exit_hook(launch_metadata)
+    return split(out)
+''',
+    "pack": _HEAD + '''\
+    return plan, buf, ({keep})
+''',
+}
+
+DOCS = {
+    "launch": "Check, pack and launch (generated for this signature's shape).",
+    "dry_run": "Everything a launch does but the driver call: the bytes each parameter would receive.",
+    "pack": "Check and pack once: (plan, packed buffer, scratch allocations).",
+}
+
+# Scratch memory: everything is checked and packed first, so a bad argument allocates nothing.
+_SCRATCH = '''\
+        n_programs = gridX * gridY * gridZ * NUM_CTAS
+        g_obj = {global_alloc}
+        p_obj = {profile_alloc}
+        buf += pack_scratch(g_obj.data_ptr() if g_obj is not None else 0,
+                            p_obj.data_ptr() if p_obj is not None else 0)
+'''
+
+
+class _Writer:
+    """Collects the lines of `{convert}` and the names of the packed values."""
+
+    def __init__(self):
+        self.lines, self.values, self.constants = [], [], {}
+
+    def emit(self, line: str, depth: int):
+        self.lines.append("    " * depth + line + "\n")
+
+    def value(self) -> str:
+        name = f"v{len(self.values)}"
+        self.values.append(name)
+        return name
+
+    def constant(self, prefix: str, value) -> str:
+        """Name a value the generated code uses (a helper function), for its namespace."""
+        name = f"{prefix}{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+
+def _convert(w: _Writer, args, names, depth, encoder_of, prefix=()):
+    """The lines that turn arguments `names` (the spec's Args at `prefix`) into packed values."""
+    for i, (arg, var) in enumerate(zip(args, names)):
+        if arg.kind == "constexpr":
+            continue
+        if arg.kind == "tuple":
+            inner = [f"{var}_{i}" for i in range(len(arg.children))]
+            # Any sequence, as Triton takes; not a dict, set or iterator.
+            w.emit(f"if {var}.__class__ is not tuple and not is_sequence({var}): raise TypeError", depth)
+            w.emit(f"{', '.join(inner)}, = {var}" if inner else f"if len({var}): raise ValueError", depth)
+            _convert(w, arg.children, inner, depth, encoder_of, prefix + (i,))
+        elif arg.kind == "pointer":
+            w.emit(f"{w.value()} = {var} if {var}.__class__ is int else "
+                   f"{var}.data_ptr() if {var} is not None else 0", depth)
+        elif arg.kind == "tensormap":
+            v = w.value()
+            w.emit(f"{v} = {var}.data if {var}.__class__ is TensorMap else tensormap_bytes({var})", depth)
+        elif arg.kind == "tensordesc":
+            fn = w.constant("desc", encoder_of[prefix + (i,)])
+            vs = [w.value() for _ in arg.params]
+            w.emit(f"{', '.join(vs)}, = {fn}({var})", depth)
+        elif arg.type in ("i1", "u1"):  # bools and 0/1; the int itself, not what == says
+            v = w.value()
+            w.emit(f"{v} = index({var})", depth)
+            w.emit(f"if {v} != 0 and {v} != 1: raise ValueError", depth)
+        else:  # other scalars: the struct checks type and range
+            w.values.append(var)
+
+
+def generate(mode: str, layout, scratch: tuple, namespace: dict, encoder_of: dict):
+    """Compile the `mode` function ("launch", "dry_run" or "pack") for a layout.
+
+    scratch: (global scratch bytes per program, profile scratch bytes per program);
+    namespace: the names the templates use (pack_all, PLAN, c_launch, ...); encoder_of: the
+    encoder of each tensor-descriptor argument, by argument path. Returns the function."""
+    w = _Writer()
+    names = [f"a{i}" for i in range(layout.arity)]
+    unpack = (f"        {', '.join(names)}, = args\n" if names else "        if args: raise ValueError\n")
+    _convert(w, layout.args, names, 2, encoder_of)
+    g_size, p_size = scratch
+    if g_size or p_size:
+        values = ", ".join(w.values)
+        scratch_code = _SCRATCH.format(
+            global_alloc=f"self.global_allocator()(n_programs * {g_size}, GLOBAL_ALIGN, stream)" if g_size else "None",
+            profile_alloc=f"self.profile_allocator()(n_programs * {p_size}, PROFILE_ALIGN, stream)" if p_size else "None")
+        packer, keep = "pack_head", "g_obj, p_obj, "
+    else:
+        values = ", ".join(w.values + ["0", "0"])
+        scratch_code, packer, keep = "", "pack_all", ""
+    source = TEMPLATES[mode].format(name=mode, doc=DOCS[mode], unpack=unpack, convert="".join(w.lines),
+                                    packer=packer, values=values, scratch=scratch_code, keep=keep)
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    filename = f"<launcher generated {mode} {digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    ns = dict(namespace, **w.constants)
+    exec(compile(source, filename, "exec"), ns)
+    fn = ns[mode]
+    fn.__qualname__ = f"CudaLauncher.{mode} (generated)"
+    return fn

@@ -1,0 +1,597 @@
+"""`LaunchSpec`: one serialisable description of how a compiled kernel is launched.
+
+A spec holds no Triton objects. It says:
+- which arguments the kernel is called with (a tree: constexprs, scalars, pointers, nested
+  tuples, tensor descriptors) and the flat parameters they become, with kinds, sizes and byte
+  offsets in one packed buffer (the `Layout`, shared by every kernel of the same shape);
+- what the kernel needs to be launched: warps, CTAs and cluster, shared memory, cooperative
+  grid, PDL, global and profile scratch, target architecture;
+- what the compiler assumed about each argument: which ones are known divisible by 16, and the
+  value of every constexpr (integers equal to 1 among them), so that a later caller can check
+  an argument against what the kernel was compiled for;
+- the conventions of the Triton release that compiled it, where releases differ in how they
+  pass arguments (see `Conventions`).
+
+`launcher.triton_adapter` builds specs from Triton's `src` and `metadata`; a spec round-trips
+through JSON (`to_json` / `from_json`), which re-plans the layout and refuses a spec that
+contradicts itself. Decisions that depend on a device or a driver are not in the spec: they
+are made when the kernel is loaded (launcher.modules) or launched (launcher.cuda_launcher).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+import struct
+from dataclasses import dataclass
+
+SPEC_FORMAT = "launcher.LaunchSpec"
+SPEC_VERSION = 1
+
+# Kinds of kernel parameter (their numbers in the native library are lib.LAUNCHER_PARAM_*).
+VALUE, POINTER, TENSORMAP = "value", "pointer", "tensormap"
+
+# Scalar types: struct code, storage size (= alignment), bytes the kernel reads, and at which
+# offset within the storage. bf16 is packed as fp32 and the kernel reads its upper half, which
+# is Triton's own conversion (round to fp32, then truncate).
+SCALARS = {
+    "i1": ("B", 1, 1, 0), "u1": ("B", 1, 1, 0),
+    "i8": ("b", 1, 1, 0), "u8": ("B", 1, 1, 0),
+    "i16": ("h", 2, 2, 0), "u16": ("H", 2, 2, 0),
+    "i32": ("i", 4, 4, 0), "u32": ("I", 4, 4, 0),
+    "i64": ("q", 8, 8, 0), "u64": ("Q", 8, 8, 0),
+    "fp16": ("e", 2, 2, 0), "bf16": ("f", 4, 2, 2),
+    "fp32": ("f", 4, 4, 0), "f32": ("f", 4, 4, 0), "fp64": ("d", 8, 8, 0),
+}
+INT_RANGES = {
+    "i1": (0, 1), "u1": (0, 1),
+    "i8": (-(1 << 7), (1 << 7) - 1), "u8": (0, (1 << 8) - 1),
+    "i16": (-(1 << 15), (1 << 15) - 1), "u16": (0, (1 << 16) - 1),
+    "i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, (1 << 32) - 1),
+    "i64": (-(1 << 63), (1 << 63) - 1), "u64": (0, (1 << 64) - 1),
+}
+FLOATS = ("fp16", "bf16", "fp32", "f32", "fp64")
+
+# The launch header that precedes the parameters in the packed buffer: function, stream,
+# grid x, y, z and a reserved int32 (launcher_header in cdefs/launcher.h, whose layout
+# launcher.cuda_launcher checks against ffi at first use).
+HEADER_FORMAT = "QQiiii"
+HEADER_SIZE = struct.calcsize("<" + HEADER_FORMAT)
+MAX_PARAM_BYTES = 32764  # kernel parameter space since CUDA 12.1 (lib.LAUNCHER_MAX_PARAM_BYTES)
+
+GLOBAL_SCRATCH, PROFILE_SCRATCH = "<global scratch>", "<profile scratch>"
+
+_TENSORDESC = re.compile(r"tensordesc(_im2col)?<([^[>]*)\[([^\]]*)\]")
+
+
+class SpecError(ValueError):
+    """A spec that is malformed or contradicts itself; the message names the field."""
+
+
+class UnsupportedSignature(Exception):
+    """A signature this launcher does not handle; the stock launcher takes the kernel."""
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """How the Triton release that compiled a kernel passes its arguments, where releases differ."""
+
+    tensordesc_tf32_flag: bool = True  # decomposed descriptors carry round_f32_to_tf32 (3.7+)
+    tma_original_shape: bool = True  # TMA descriptors are followed by the original, not the
+    #                                  fp4-doubled, shape (3.7+)
+    tma_tf32: bool = True  # round_f32_to_tf32 encodes a TF32 tensor map (3.7+)
+    tma_clear_bit21: bool = True  # the CUTLASS bit-21 workaround on drivers <= 13.1 (3.7+)
+    oversized_shared: bool = True  # more than 228 KiB of shared memory launches in the
+    #                                oversized mode, and loads ask for it (3.8+)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter: what it is and where its value sits in the packed buffer."""
+
+    path: tuple  # argument index, then indices into tuples; () for the scratch pointers
+    suffix: str  # ".shape[0]" etc. for tensor-descriptor parts, the scratch names, else ""
+    type: str  # Triton type string: "*fp32", "i32", "nvTmaDesc", ...
+    kind: str  # VALUE / POINTER / TENSORMAP
+    code: str  # struct code
+    offset: int  # of the value's storage in the packed buffer
+    size: int  # bytes the kernel reads
+    read_at: int  # offset the kernel reads from (bf16: offset + 2)
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    """A host tensor-descriptor argument: its element type, rank and, when the kernel lowers it
+    to TMA, the compiler's metadata for it (block size, swizzle, element type and size)."""
+
+    dtype: str
+    ndim: int
+    tma: tuple | None  # sorted (key, value) items of Triton's tensordesc_meta entry, or None
+
+    @property
+    def meta(self) -> dict | None:
+        return None if self.tma is None else {k: list(v) if isinstance(v, tuple) else v for k, v in self.tma}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument as the caller passes it (a tree for tuples)."""
+
+    kind: str  # "constexpr", "scalar", "pointer", "tensormap", "tuple", "tensordesc"
+    type: object  # signature entry: a type string, or a tuple of entries for tuples
+    children: tuple = ()  # Args of a tuple
+    params: tuple = ()  # indices of the Params this argument fills (not for tuples)
+    desc: TensorDesc | None = None
+
+
+class Layout:
+    """The name-free part of a signature's plan, shared by every kernel of the same shape:
+    the argument tree, the flat parameters and the struct format that packs header + params."""
+
+    __slots__ = ("key", "args", "params", "format", "format_before_scratch", "size", "_hash")
+
+    def __init__(self, key, args, params, fmt, fmt_before_scratch, size):
+        self.key, self.args, self.params = key, args, params
+        self.format, self.format_before_scratch, self.size = fmt, fmt_before_scratch, size
+        self._hash = hash(key)
+
+    def __eq__(self, other):
+        return isinstance(other, Layout) and self.key == other.key
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        return f"Layout({len(self.args)} args, {len(self.params)} params, {self.size} bytes)"
+
+    @property
+    def arity(self) -> int:
+        return len(self.args)
+
+
+def parse_tensordesc(ty: str):
+    """('fp16', ndim, is_im2col) of a "tensordesc<fp16[64, 64]...>" type string."""
+    m = _TENSORDESC.match(ty)
+    if not m:
+        raise UnsupportedSignature(f"malformed tensor descriptor type {ty!r}")
+    ndim = m.group(3).count(",") + 1
+    rank = re.search(r",input_rank=(\d+)", ty)
+    if rank:
+        ndim = int(rank.group(1))
+    return m.group(2), ndim, bool(m.group(1))
+
+
+def tensordesc_param_types(dtype: str, ndim: int, with_tma: bool, tf32_flag: bool) -> list:
+    """The flat parameters one host TensorDescriptor becomes (Triton's expand_signature)."""
+    if with_tma:
+        head = [("", "nvTmaDesc")]
+    else:
+        head = [(".base", "*" + dtype)]
+        head += [(f".shape[{i}]", "i64") for i in range(ndim)]
+        head += [(f".strides[{i}]", "i64") for i in range(ndim)]
+        head += [(".padding", "i1")]
+        if tf32_flag:
+            head += [(".round_f32_to_tf32", "i1")]
+    tail = [(f".shape[{i}]", "i32") for i in range(ndim)]
+    tail += [(f".strides[{i}]", "i64") for i in range(ndim)]
+    return head + tail
+
+
+def _freeze(value):
+    """A hashable copy of JSON-like data (lists -> tuples, dicts -> sorted item tuples)."""
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _param_for(path, suffix, ty, offset):
+    """(Param, storage, alignment) for a parameter of type `ty` placed at or after `offset`."""
+    if ty.startswith("*"):
+        code, storage, align, size, read = "Q", 8, 8, 8, 0
+        kind = POINTER
+    elif ty == "nvTmaDesc":
+        code, storage, align, size, read = "128s", 128, 128, 128, 0
+        kind = TENSORMAP
+    elif ty in SCALARS:
+        code, storage, size, read = SCALARS[ty]
+        align, kind = storage, VALUE
+    else:
+        raise UnsupportedSignature(f"unknown type {ty!r}")
+    offset += (-offset) % align
+    return Param(path, suffix, ty, kind, code, offset, size, offset + read), storage
+
+
+@functools.lru_cache(maxsize=4096)
+def _layout(types: tuple, metas: tuple, tf32_flag: bool) -> Layout:
+    params, fmt = [], ["<", HEADER_FORMAT]
+    offset = HEADER_SIZE
+    desc_index = 0
+
+    def add(path, suffix, ty):
+        nonlocal offset
+        try:
+            p, storage = _param_for(path, suffix, ty, offset)
+        except UnsupportedSignature:
+            raise UnsupportedSignature(f"parameter {_path_text(path)}{suffix} has an unknown type {ty!r}") from None
+        if p.offset != offset:
+            fmt.append(f"{p.offset - offset}x")
+        fmt.append(p.code)
+        offset = p.offset + storage
+        params.append(p)
+        return len(params) - 1
+
+    def visit(path, ty):
+        nonlocal desc_index
+        if isinstance(ty, (tuple, list)):
+            return Arg("tuple", tuple(_freeze(ty)), tuple(visit(path + (i,), t) for i, t in enumerate(ty)))
+        if not isinstance(ty, str):
+            raise UnsupportedSignature(f"parameter {_path_text(path)} has an unknown type {ty!r}")
+        if ty == "constexpr":
+            return Arg("constexpr", ty)
+        if ty.startswith("tensordesc"):
+            dtype, ndim, im2col = parse_tensordesc(ty)
+            if im2col:
+                raise UnsupportedSignature(f"parameter {_path_text(path)}: im2col tensor descriptors")
+            meta = None
+            if metas:
+                if desc_index >= len(metas):
+                    raise UnsupportedSignature("fewer tensordesc_meta entries than descriptors")
+                meta = metas[desc_index]
+            desc_index += 1
+            idx = tuple(add(path, suffix, t) for suffix, t in tensordesc_param_types(dtype, ndim, bool(metas), tf32_flag))
+            return Arg("tensordesc", ty, params=idx, desc=TensorDesc(dtype, ndim, meta))
+        i = add(path, "", ty)
+        kind = {POINTER: "pointer", TENSORMAP: "tensormap"}.get(params[i].kind, "scalar")
+        return Arg(kind, ty, params=(i,))
+
+    args = tuple(visit((i,), t) for i, t in enumerate(types))
+    if metas and desc_index != len(metas):
+        raise UnsupportedSignature(f"{len(metas)} tensordesc_meta entries for {desc_index} tensor descriptors")
+    add((), GLOBAL_SCRATCH, "*i8")
+    add((), PROFILE_SCRATCH, "*i8")
+    fmt_all = "".join(fmt)
+    fmt_before_scratch = "".join(fmt[:-2])  # the padding before the scratch pointers stays in
+    size = struct.calcsize(fmt_all)
+    return Layout((types, metas, tf32_flag), args, tuple(params), fmt_all, fmt_before_scratch, size)
+
+
+def layout_for(types, tensordesc_meta=(), *, tf32_flag: bool) -> Layout:
+    """The layout of a signature: `types` are the signature entries in argument order (tuples
+    for tuple arguments), `tensordesc_meta` Triton's metadata entries (one per descriptor, in
+    order of appearance, empty when the kernel does not use TMA for them), tf32_flag whether
+    decomposed descriptors carry round_f32_to_tf32. Cached: equal signatures share one Layout."""
+    types = tuple(types)
+    if not tensordesc_meta and all(t.__class__ is str for t in types):  # the common case, cheaply
+        return _layout(types, (), bool(tf32_flag))
+    return _layout(_freeze(types), tuple(_freeze(m) for m in (tensordesc_meta or ())), bool(tf32_flag))
+
+
+def _path_text(path) -> str:
+    return "#" + "".join(f"[{i}]" for i in path) if path else "#"
+
+
+def path_name(arg_names, path) -> str:
+    """The display name of an argument path: "x", "t[1]", "nested[0][1]"."""
+    if not path:
+        return ""
+    return arg_names[path[0]] + "".join(f"[{i}]" for i in path[1:])
+
+
+# ---- constexpr values as data ----
+def encode_constant(value):
+    """A constexpr value as JSON data. Plain numbers, bools, strings and None stand as they
+    are; anything else is tagged, so that equal values encode equally and nothing decodes to
+    code: {"dtype": "fp16"}, {"function": "module.qualname"}, {"tuple": [...]}, {"repr": "..."}."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if isinstance(value, (tuple, list)):
+        return {"tuple": [encode_constant(v) for v in value]}
+    inner = getattr(value, "value", None)  # tl.constexpr wraps a value
+    if type(value).__name__ == "constexpr" and inner is not value:
+        return encode_constant(inner)
+    if type(value).__name__ in ("dtype", "pointer_type", "block_type") and hasattr(value, "name"):
+        return {"dtype": str(value)}
+    fn = getattr(value, "fn", None)
+    if fn is not None and hasattr(fn, "__qualname__"):  # a JITFunction
+        return {"function": f"{fn.__module__}.{fn.__qualname__}"}
+    if callable(value) and hasattr(value, "__qualname__"):
+        return {"function": f"{getattr(value, '__module__', '?')}.{value.__qualname__}"}
+    return {"repr": repr(value)}
+
+
+def _constant_key(encoded):
+    """A hashable, type-exact form of an encoded constant (1, 1.0 and True stay apart)."""
+    if isinstance(encoded, dict):
+        return ("dict",) + tuple(sorted((k, _constant_key(v)) for k, v in encoded.items()))
+    if isinstance(encoded, list):
+        return ("list",) + tuple(_constant_key(v) for v in encoded)
+    return (type(encoded).__name__, encoded)
+
+
+def same_constant(a, b) -> bool:
+    """Whether two encoded constants are the same value of the same type."""
+    return _constant_key(a) == _constant_key(b)
+
+
+# ---- the spec ----
+@dataclass(frozen=True)
+class LaunchSpec:
+    """How one compiled kernel is launched (see the module docstring)."""
+
+    kernel: str
+    arg_names: tuple
+    layout: Layout
+    num_warps: int
+    num_ctas: int = 1
+    cluster_dims: tuple = (1, 1, 1)
+    shared: int = 0
+    warp_size: int = 32
+    launch_cooperative_grid: bool = False
+    launch_pdl: bool = False
+    global_scratch: tuple = (0, 1)  # (bytes per program, alignment)
+    profile_scratch: tuple = (0, 1)
+    arch: int | None = None  # compute capability the cubin targets, e.g. 90 (None: unknown)
+    conventions: Conventions = Conventions()
+    # What the compiler assumed; None where it is not known (IR sources).
+    aligned: tuple | None = ()  # argument paths known divisible by 16 (pointers: data_ptr())
+    constants: tuple | None = ()  # (path, encoded value) of every constexpr
+
+    # -- derived views --
+    @property
+    def args(self):
+        return self.layout.args
+
+    @property
+    def params(self):
+        return self.layout.params
+
+    @property
+    def arity(self) -> int:
+        return len(self.layout.args)
+
+    @property
+    def packed_metadata(self) -> tuple:
+        """(num_warps, num_ctas, shared): what Triton passes a launcher as kernel_metadata."""
+        return (self.num_warps, self.num_ctas, self.shared)
+
+    @functools.cached_property
+    def shape_key(self) -> tuple:
+        """What launching depends on: everything but names and the compiler's assumptions.
+        Kernels with equal shape keys share one launcher class and its generated code."""
+        return (self.layout, self.num_warps, self.num_ctas, self.cluster_dims, self.shared,
+                self.warp_size, self.launch_cooperative_grid, self.launch_pdl,
+                self.global_scratch, self.profile_scratch, self.conventions)
+
+    def param_name(self, index: int) -> str:
+        p = self.layout.params[index]
+        return path_name(self.arg_names, p.path) + p.suffix if p.path else p.suffix
+
+    def arg_name(self, path) -> str:
+        return path_name(self.arg_names, path)
+
+    def constant(self, path):
+        """The encoded value of the constexpr at `path` (KeyError if there is none)."""
+        for p, v in self.constants or ():
+            if p == tuple(path):
+                return v
+        raise KeyError(path)
+
+    def derive(self, **changes) -> "LaunchSpec":
+        """A copy with some fields changed, for fields that leave the shape as it is (kernel,
+        arg_names, arch, aligned, constants): cheaper than dataclasses.replace, whose __init__
+        the launch path of a kernel of a seen shape cannot afford."""
+        if not changes.keys() <= _NOT_SHAPE:
+            raise TypeError(f"derive() changes only {sorted(_NOT_SHAPE)}, not {sorted(changes.keys() - _NOT_SHAPE)}")
+        spec = object.__new__(LaunchSpec)
+        spec.__dict__.update(self.__dict__)
+        spec.__dict__.update(changes)
+        return spec
+
+    # -- JSON --
+    def to_json(self) -> dict:
+        """The spec as JSON data (see `from_json`)."""
+        def arg_json(name, arg):
+            return {"name": name, "type": _unfreeze(arg.type)}
+
+        descs = [a.desc.meta for a in _walk(self.layout.args) if a.kind == "tensordesc" and a.desc.tma is not None]
+        return {
+            "format": SPEC_FORMAT, "version": SPEC_VERSION,
+            "kernel": self.kernel,
+            "args": [arg_json(n, a) for n, a in zip(self.arg_names, self.layout.args)],
+            "tensordesc_meta": descs,
+            "params": [{"name": self.param_name(i), "type": p.type, "kind": p.kind, "offset": p.offset,
+                        "size": p.size, "read_at": p.read_at} for i, p in enumerate(self.layout.params)],
+            "packed_size": self.layout.size,
+            "launch": {"num_warps": self.num_warps, "num_ctas": self.num_ctas,
+                       "cluster_dims": list(self.cluster_dims), "shared": self.shared,
+                       "warp_size": self.warp_size, "cooperative_grid": self.launch_cooperative_grid,
+                       "pdl": self.launch_pdl},
+            "scratch": {"global": {"size": self.global_scratch[0], "align": self.global_scratch[1]},
+                        "profile": {"size": self.profile_scratch[0], "align": self.profile_scratch[1]}},
+            "target": {"backend": "cuda", "arch": self.arch},
+            "conventions": dataclasses.asdict(self.conventions),
+            "assumptions": None if self.aligned is None or self.constants is None else {
+                "divisible_by_16": [list(p) for p in self.aligned],
+                "constexprs": [[list(p), v] for p, v in self.constants]},
+        }
+
+    @classmethod
+    def from_json(cls, data) -> "LaunchSpec":
+        """Read a spec written by `to_json`. The layout is planned again from the arguments and
+        must agree with the recorded parameters, so a spec that contradicts itself (an offset,
+        a size, a kind edited) is refused with a SpecError naming the field."""
+        return _spec_from_json(data)
+
+
+_NOT_SHAPE = frozenset({"kernel", "arg_names", "arch", "aligned", "constants"})
+
+
+def _walk(args):
+    for a in args:
+        yield a
+        yield from _walk(a.children)
+
+
+def _unfreeze(ty):
+    return [_unfreeze(t) for t in ty] if isinstance(ty, tuple) else ty
+
+
+# ---- reading JSON, trusting nothing ----
+def _field(data, key, kind, where):
+    if not isinstance(data, dict) or key not in data:
+        raise SpecError(f"{where}: missing field {key!r}")
+    value = data[key]
+    if kind is int and (type(value) is not int):
+        raise SpecError(f"{where}.{key}: expected an integer, got {value!r}")
+    if kind is bool and type(value) is not bool:
+        raise SpecError(f"{where}.{key}: expected true or false, got {value!r}")
+    if kind in (str, list, dict) and not isinstance(value, kind):
+        raise SpecError(f"{where}.{key}: expected a {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _in_range(value, lo, hi, where):
+    if not lo <= value <= hi:
+        raise SpecError(f"{where}: {value} is out of range [{lo}, {hi}]")
+    return value
+
+
+def _types_from_json(ty, where):
+    if isinstance(ty, list):
+        return tuple(_types_from_json(t, f"{where}[{i}]") for i, t in enumerate(ty))
+    if not isinstance(ty, str):
+        raise SpecError(f"{where}: a type must be a string or a list, got {ty!r}")
+    return ty
+
+
+def _path_from_json(p, arity, where):
+    if not isinstance(p, list) or not p or not all(type(i) is int and i >= 0 for i in p) or p[0] >= arity:
+        raise SpecError(f"{where}: {p!r} is not an argument path")
+    return tuple(p)
+
+
+def _spec_from_json(data) -> LaunchSpec:
+    where = "spec"
+    if not isinstance(data, dict):
+        raise SpecError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    if data.get("format") != SPEC_FORMAT:
+        raise SpecError(f"{where}.format: expected {SPEC_FORMAT!r}, got {data.get('format')!r}")
+    if data.get("version") != SPEC_VERSION:
+        raise SpecError(f"{where}.version: this launcher reads version {SPEC_VERSION}, got {data.get('version')!r}")
+    kernel = _field(data, "kernel", str, where)
+    args = _field(data, "args", list, where)
+    names, types = [], []
+    for i, a in enumerate(args):
+        names.append(_field(a, "name", str, f"{where}.args[{i}]"))
+        types.append(_types_from_json(_field(a, "type", object, f"{where}.args[{i}]"), f"{where}.args[{i}].type"))
+    conv = _field(data, "conventions", dict, where)
+    fields = {f.name for f in dataclasses.fields(Conventions)}
+    if set(conv) != fields:
+        raise SpecError(f"{where}.conventions: expected the fields {sorted(fields)}, got {sorted(conv)}")
+    conventions = Conventions(**{k: _field(conv, k, bool, f"{where}.conventions") for k in fields})
+    metas = _field(data, "tensordesc_meta", list, where)
+    for i, m in enumerate(metas):
+        if not isinstance(m, dict):
+            raise SpecError(f"{where}.tensordesc_meta[{i}]: expected an object")
+        for key in ("swizzle", "elem_size", "elem_type"):
+            _field(m, key, int, f"{where}.tensordesc_meta[{i}]")
+        block = _field(m, "block_size", list, f"{where}.tensordesc_meta[{i}]")
+        if not 1 <= len(block) <= 5 or not all(type(b) is int and 0 < b <= 256 for b in block):
+            raise SpecError(f"{where}.tensordesc_meta[{i}].block_size: {block!r} is not 1 to 5 sizes in [1, 256]")
+    try:
+        layout = layout_for(types, metas, tf32_flag=conventions.tensordesc_tf32_flag)
+    except UnsupportedSignature as e:
+        raise SpecError(f"{where}.args: {e}") from None
+    except (TypeError, ValueError, struct.error) as e:
+        raise SpecError(f"{where}.args: {e}") from None
+    if layout.size - HEADER_SIZE > MAX_PARAM_BYTES:
+        raise SpecError(f"{where}: the parameters take {layout.size - HEADER_SIZE} bytes; CUDA allows at most {MAX_PARAM_BYTES}")
+    spec_names = tuple(names)
+    recorded = _field(data, "params", list, where)
+    if len(recorded) != len(layout.params):
+        raise SpecError(f"{where}.params: {len(recorded)} parameters recorded, the arguments make {len(layout.params)}")
+    probe = LaunchSpec(kernel, spec_names, layout, num_warps=1)
+    for i, (r, p) in enumerate(zip(recorded, layout.params)):
+        planned = {"name": probe.param_name(i), "type": p.type, "kind": p.kind, "offset": p.offset,
+                   "size": p.size, "read_at": p.read_at}
+        if not isinstance(r, dict) or set(r) != set(planned):
+            raise SpecError(f"{where}.params[{i}]: expected the fields {sorted(planned)}")
+        for key, value in planned.items():
+            if r[key] != value or type(r[key]) is not type(value):
+                raise SpecError(f"{where}.params[{i}].{key}: {r[key]!r} recorded, {value!r} when planned "
+                                f"from the arguments")
+    if _field(data, "packed_size", int, where) != layout.size:
+        raise SpecError(f"{where}.packed_size: {data['packed_size']} recorded, {layout.size} when planned")
+    launch = _field(data, "launch", dict, where)
+    w = f"{where}.launch"
+    num_warps = _in_range(_field(launch, "num_warps", int, w), 1, 64, f"{w}.num_warps")
+    num_ctas = _in_range(_field(launch, "num_ctas", int, w), 1, 64, f"{w}.num_ctas")
+    cluster = _field(launch, "cluster_dims", list, w)
+    if len(cluster) != 3 or not all(type(c) is int and 1 <= c <= 64 for c in cluster):
+        raise SpecError(f"{w}.cluster_dims: {cluster!r} is not three sizes in [1, 64]")
+    shared = _in_range(_field(launch, "shared", int, w), 0, (1 << 32) - 1, f"{w}.shared")
+    warp_size = _in_range(_field(launch, "warp_size", int, w), 1, 64, f"{w}.warp_size")
+    if num_warps * warp_size > 4096:
+        raise SpecError(f"{w}: {num_warps} warps of {warp_size} threads is more than a block can have")
+    coop = _field(launch, "cooperative_grid", bool, w)
+    pdl = _field(launch, "pdl", bool, w)
+    scratch = _field(data, "scratch", dict, where)
+
+    def scratch_of(kind):
+        s = _field(scratch, kind, dict, f"{where}.scratch")
+        size = _in_range(_field(s, "size", int, f"{where}.scratch.{kind}"), 0, (1 << 40), f"{where}.scratch.{kind}.size")
+        align = _in_range(_field(s, "align", int, f"{where}.scratch.{kind}"), 1, 1 << 20, f"{where}.scratch.{kind}.align")
+        if align & (align - 1):
+            raise SpecError(f"{where}.scratch.{kind}.align: {align} is not a power of two")
+        return (size, align)
+
+    target = _field(data, "target", dict, where)
+    if target.get("backend") != "cuda":
+        raise SpecError(f"{where}.target.backend: expected 'cuda', got {target.get('backend')!r}")
+    arch = target.get("arch")
+    if arch is not None and (type(arch) is not int or not 10 <= arch <= 1000):
+        raise SpecError(f"{where}.target.arch: expected a compute capability such as 90, got {arch!r}")
+    assumptions = data.get("assumptions", None)
+    aligned = constants = None
+    if assumptions is not None:
+        w = f"{where}.assumptions"
+        aligned = tuple(_path_from_json(p, len(types), f"{w}.divisible_by_16[{i}]")
+                        for i, p in enumerate(_field(assumptions, "divisible_by_16", list, w)))
+        constants = []
+        for i, item in enumerate(_field(assumptions, "constexprs", list, w)):
+            if not isinstance(item, list) or len(item) != 2:
+                raise SpecError(f"{w}.constexprs[{i}]: expected [path, value]")
+            constants.append((_path_from_json(item[0], len(types), f"{w}.constexprs[{i}]"), item[1]))
+        constants = tuple(constants)
+    return LaunchSpec(kernel, spec_names, layout, num_warps=num_warps, num_ctas=num_ctas,
+                      cluster_dims=tuple(cluster), shared=shared, warp_size=warp_size,
+                      launch_cooperative_grid=coop, launch_pdl=pdl,
+                      global_scratch=scratch_of("global"), profile_scratch=scratch_of("profile"),
+                      arch=arch, conventions=conventions, aligned=aligned, constants=constants)
+
+
+def describe_type(ty) -> str:
+    """How an argument's expected value is described in error messages."""
+    if isinstance(ty, tuple):
+        return f"a sequence of {len(ty)}"
+    if ty.startswith("*"):
+        return f"a tensor (or an int address, or None) for pointer type {ty}"
+    if ty == "nvTmaDesc":
+        return "a CUtensorMap object (with tma_desc_cpu_ptr())"
+    if ty.startswith("tensordesc"):
+        return f"a TensorDescriptor for {ty}"
+    if ty in ("i1", "u1"):
+        return f"a bool or 0/1 for {ty}"
+    if ty in INT_RANGES:
+        lo, hi = INT_RANGES[ty]
+        return f"an int in [{lo}, {hi}] for {ty}"
+    if ty in FLOATS:
+        return f"a real number for {ty}"
+    return ty
