@@ -65,17 +65,6 @@ def native_plan(spec, num_warps: int, num_ctas: int, shared: int):
                             launch_attributes(spec, num_ctas, shared), context=f"kernel {spec.kernel!r}")
 
 
-def _check_header_layout():
-    """The packed header's layout (spec.HEADER_FORMAT) is launcher_header's (cdefs/launcher.h)."""
-    ffi, _ = driver.native()
-    t = ffi.typeof("launcher_header")
-    codes = {"uint64_t": "Q", "int32_t": "i"}
-    fmt = "".join(codes[f.type.cname] for _, f in t.fields)
-    if fmt != S.HEADER_FORMAT or ffi.sizeof(t) != S.HEADER_SIZE:
-        raise ImportError(f"launcher's native header ({fmt}, {ffi.sizeof(t)} bytes) does not match "
-                          f"launcher.spec ({S.HEADER_FORMAT}, {S.HEADER_SIZE} bytes): rebuild the package")
-
-
 def _is_sequence(value) -> bool:
     return isinstance(value, collections.abc.Sequence)
 
@@ -152,7 +141,7 @@ class CudaLauncher:
         plan, buf, _keep = self._pack_planned(grid_x, grid_y, grid_z, stream, function, kernel_metadata, args)
         if launch_enter_hook is not None:
             launch_enter_hook(launch_metadata)
-        status = self._c_launch(plan, buf, len(buf), driver.native()[0].NULL, 0)
+        status = self._c_launch(plan, buf, len(buf), self._null, 0)
         if status:
             self._launch_failed(status, buf)
         if launch_exit_hook is not None:
@@ -303,7 +292,8 @@ def clear_launcher_cache() -> None:
 
 
 def _make_shape_class(spec) -> type:
-    ffi, lib = driver.native()
+    ffi, _ = driver.native()
+    c_launch = driver.launch_entry()
     layout = spec.layout
     plan = native_plan(spec, *spec.packed_metadata)
     out_size = driver.dry_run_size(plan)
@@ -337,7 +327,7 @@ def _make_shape_class(spec) -> type:
     namespace = {
         "pack_all": pack_all, "pack_head": head.pack, "pack_scratch": pack_scratch,
         "PLAN": plan, "PACKED_METADATA": spec.packed_metadata, "SIZE": layout.size,
-        "OUT_SIZE": out_size, "NULL": ffi.NULL, "c_launch": lib.launcher_launch,
+        "OUT_SIZE": out_size, "NULL": ffi.NULL, "c_launch": c_launch,
         "new_out": new_out, "split": split, "TensorMap": TensorMap, "tensormap_bytes": tensormap_bytes,
         "index": operator.index, "is_sequence": _is_sequence, "NUM_CTAS": spec.num_ctas,
         "GLOBAL_ALIGN": spec.global_scratch[1], "PROFILE_ALIGN": spec.profile_scratch[1],
@@ -345,8 +335,8 @@ def _make_shape_class(spec) -> type:
     attrs = {
         "_spec": spec, "_plan": plan, "_other_plans": {}, "_lock": threading.Lock(), "_code": {},
         "_launches": 0, "_namespace": namespace, "_encoders": encoders,
-        "_pack_all": staticmethod(pack_all), "_pack_scratch": staticmethod(pack_scratch),
-        "_c_launch": staticmethod(lib.launcher_launch),
+        "_pack_all": staticmethod(pack_all),
+        "_c_launch": staticmethod(c_launch), "_null": ffi.NULL,
         "_new_out": staticmethod(new_out), "_split": staticmethod(split), "_out_size": out_size,
     }
     return type(f"CudaLauncher[{len(layout.args)} args, {len(layout.params)} params]", (CudaLauncher,), attrs)

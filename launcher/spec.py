@@ -53,12 +53,24 @@ INT_RANGES = {
 }
 FLOATS = ("fp16", "bf16", "fp32", "f32", "fp64")
 
-# The launch header that precedes the parameters in the packed buffer: function, stream,
-# grid x, y, z and a reserved int32 (launcher_header in cdefs/launcher.h, whose layout
-# launcher.cuda_launcher checks against ffi at first use).
-HEADER_FORMAT = "QQiiii"
-HEADER_SIZE = struct.calcsize("<" + HEADER_FORMAT)
-MAX_PARAM_BYTES = 32764  # kernel parameter space since CUDA 12.1 (lib.LAUNCHER_MAX_PARAM_BYTES)
+
+
+def _native_facts():
+    """What the native library's header says (cdefs/launcher.h), read from ffi: the struct
+    format of the launch header that precedes the parameters in the packed buffer, its size,
+    and the kernel parameter space."""
+    from launcher import driver
+
+    ffi, lib = driver.native()
+    header = ffi.typeof("launcher_header")
+    codes = {"uint64_t": "Q", "int64_t": "q", "uint32_t": "I", "int32_t": "i"}
+    fmt = "".join(codes[f.type.cname] for _, f in header.fields)
+    if struct.calcsize("<" + fmt) != ffi.sizeof(header):
+        raise ImportError("launcher_header has padding the packer does not know: rebuild launcher")
+    return fmt, ffi.sizeof(header), lib.LAUNCHER_MAX_PARAM_BYTES
+
+
+HEADER_FORMAT, HEADER_SIZE, MAX_PARAM_BYTES = _native_facts()
 
 GLOBAL_SCRATCH, PROFILE_SCRATCH = "<global scratch>", "<profile scratch>"
 

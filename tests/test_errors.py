@@ -32,11 +32,19 @@ def tuples():
     return CudaLauncher(ck.src, ck.metadata)
 
 
+@pytest.fixture(autouse=True, params=["generated", "plan-driven"])
+def path(request):
+    """Every case runs through the generated fast path and through the plan-driven packer."""
+    call.path = request.param
+    return request.param
+
+
 def call(launcher, *args, base=BASE):
     hooks = Hooks()
     grid_stream_fn_md = base[:6]
+    dry_run = launcher.dry_run if call.path == "generated" else launcher.dry_run_planned
     try:
-        return launcher.dry_run(*grid_stream_fn_md, {"md": 1}, hooks.enter, hooks.exit, *args)
+        return dry_run(*grid_stream_fn_md, {"md": 1}, hooks.enter, hooks.exit, *args)
     finally:
         call.hooks = hooks
 

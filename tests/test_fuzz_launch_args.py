@@ -32,6 +32,7 @@ from __future__ import annotations
 import collections
 import enum
 import functools
+import json
 import math
 import os
 import re
@@ -44,7 +45,7 @@ import fuzz_signatures as F
 from fuzz_signatures import (BOOL_TYPES, FLOAT_TYPES, FP16_OVERFLOW, FP32_OVERFLOW, INT_RANGE,
                              CpuTensor, FakeTensor, GarbageTensor, IndexLike, RaisingTensor,
                              is_pointer)
-from launcher import CudaLauncher
+from launcher import CudaLauncher, LaunchSpec, triton_adapter
 
 MIN_CALLS = 10_000
 CALLS = {"good": 0, "bad": 0, "anything": 0, "pinned": 0}  # "pinned": the regression tests of fixed bugs
@@ -115,23 +116,60 @@ def launcher_for(kernel: F.Kernel):
     return launcher
 
 
-class Outcome:
-    """One dry run: its output or exception, the hooks that ran, the scratch it allocated."""
+def restored_launcher_for(kernel: F.Kernel):
+    """The launcher of the kernel's spec written to JSON and read back (what a bundle holds)."""
+    key = ("json", kernel)
+    launcher = _launchers.get(key)
+    if launcher is None:
+        spec = LaunchSpec.from_json(json.loads(json.dumps(launcher_for(kernel).spec.to_json())))
+        assert spec == launcher_for(kernel).spec
+        launcher = _launchers[key] = CudaLauncher.from_spec(
+            spec, global_allocator=triton_adapter.global_scratch_allocator,
+            profile_allocator=triton_adapter.profile_scratch_allocator)
+    return launcher
 
-    def __init__(self, kernel, base, args, allocators, counter):
-        CALLS[counter] += 1
+
+class _Run:
+    """One dry run by one path: its output or exception, the hooks that ran, its scratch."""
+
+    def __init__(self, dry_run, base, args, allocators, launch_md):
         g, p = allocators
         n_g, n_p = len(g.calls), len(p.calls)
         self.hooks = Hooks()
-        self.launch_md = {"launch": CALLS[counter]}
         self.out = self.error = None
         try:
-            self.out = launcher_for(kernel).dry_run(*base, self.launch_md, self.hooks.enter,
-                                                    self.hooks.exit, *args)
+            self.out = dry_run(*base, launch_md, self.hooks.enter, self.hooks.exit, *args)
         except Exception as e:  # judged by the caller
             self.error = e
         self.allocations = (g.calls[n_g:], p.calls[n_p:])
         self.scratch_ptrs = (g.ptrs[-1] if g.ptrs[n_g:] else 0, p.ptrs[-1] if p.ptrs[n_p:] else 0)
+
+
+class Outcome:
+    """One call, made three ways that must agree: the generated fast path, the plan-driven
+    packer, and the generated path of the spec after a JSON round trip. The first is judged
+    by the caller; the others must give the same bytes (their own scratch pointers aside), the
+    same exception with the same message, the same hooks and the same allocations."""
+
+    def __init__(self, kernel, base, args, allocators, counter):
+        CALLS[counter] += 1
+        launch_md = {"launch": CALLS[counter]}
+        runs = [_Run(launcher_for(kernel).dry_run, base, args, allocators, launch_md),
+                _Run(launcher_for(kernel).dry_run_planned, base, args, allocators, launch_md),
+                _Run(restored_launcher_for(kernel).dry_run, base, args, allocators, launch_md)]
+        first = runs[0]
+        for how, run in zip(("plan-driven", "from JSON"), runs[1:]):
+            assert type(run.error) is type(first.error), (how, run.error, first.error)
+            assert str(run.error) == str(first.error), (how, str(run.error), str(first.error))
+            assert run.hooks.calls == first.hooks.calls, how
+            assert run.allocations == first.allocations, how
+            if first.out is not None:
+                assert run.out[:-2] == first.out[:-2], how
+                assert run.out[-2:] == [p.to_bytes(8, "little") for p in run.scratch_ptrs], how
+        self.hooks, self.out, self.error = first.hooks, first.out, first.error
+        self.allocations, self.scratch_ptrs = first.allocations, first.scratch_ptrs
+        self.launch_md = launch_md
+        STATS["calls checked three ways (generated, plan-driven, from JSON)"] += 1
 
 
 def check_good(kernel, base, args, o: Outcome, skip=None):

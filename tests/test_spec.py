@@ -148,8 +148,10 @@ def test_descriptor_count_must_match_metadata():
 
 def test_limits_are_the_native_librarys():
     _, lib = launcher.driver.native()
-    assert S.MAX_PARAM_BYTES == lib.LAUNCHER_MAX_PARAM_BYTES
-    launcher.cuda_launcher._check_header_layout()
+    ffi, _ = launcher.driver.native()
+    assert S.MAX_PARAM_BYTES == lib.LAUNCHER_MAX_PARAM_BYTES == 32764
+    assert S.HEADER_SIZE == ffi.sizeof("launcher_header") == 32
+    assert S.HEADER_FORMAT == "QQiiii"
 
 
 # ---- specs that contradict themselves ----
