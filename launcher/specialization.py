@@ -1,0 +1,221 @@
+"""What Triton's JIT concludes about an argument, and whether an argument fits what a compiled
+kernel assumed. Prepared launches, bundles and the fast dispatch share these rules.
+
+Triton compiles one kernel per *specialization* of its arguments (its `native_specialize_impl`,
+reproduced here without Triton): a pointer is typed by its tensor's dtype and marked divisible
+by 16 when its address is; an integer is typed i32, i64 or u64 by its range, marked divisible
+by 16 when it is, and becomes a constexpr when it equals 1; a float is fp32, a bool u1, None a
+constexpr; tuples are specialized element by element (fully); `do_not_specialize` parameters
+keep only their type, `do_not_specialize_on_alignment` ones drop the divisibility mark.
+
+`AssumptionCheck(spec)` holds a call's arguments against one compiled kernel: it refuses, with
+an `AssumptionError` naming the parameter, what the kernel assumed and what it got, every
+argument for which that kernel would compute something else than Triton's choice would. An
+argument that merely allows a more specialised kernel (an aligned pointer for a kernel compiled
+for any alignment, a 1 for an i32 parameter, a small int for an i64 one) is accepted.
+"""
+from __future__ import annotations
+
+from launcher import spec as S
+
+# Triton's canonical dtype names (triton._utils.type_canonicalisation_dict, as facts).
+_DTYPE_NAMES = {
+    "bool": "u1", "int1": "u1", "uint1": "u1", "i1": "u1",
+    "float8e4nv": "fp8e4nv", "float8e5": "fp8e5", "float8e4b15": "fp8e4b15", "float8_e4m3fn": "fp8e4nv",
+    "float8e4b8": "fp8e4b8", "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2": "fp8e5",
+    "float8e5b16": "fp8e5b16", "float8_e5m2fnuz": "fp8e5b16",
+    "half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32",
+    "double": "fp64", "float64": "fp64",
+    "int8": "i8", "int16": "i16", "int": "i32", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "void": "void",
+}
+_DTYPE_NAMES.update({v: v for v in list(_DTYPE_NAMES.values())})
+# __cuda_array_interface__ typestrs (CuPy, Numba): kind and bytes -> Triton's name.
+_TYPESTRS = {("f", 2): "fp16", ("f", 4): "fp32", ("f", 8): "fp64", ("i", 1): "i8", ("i", 2): "i16",
+             ("i", 4): "i32", ("i", 8): "i64", ("u", 1): "u8", ("u", 2): "u16", ("u", 4): "u32",
+             ("u", 8): "u64", ("b", 1): "u1"}
+
+_I32 = S.INT_RANGES["i32"]
+_I64 = S.INT_RANGES["i64"]
+_U64 = S.INT_RANGES["u64"]
+
+
+class AssumptionError(ValueError):
+    """An argument breaks an assumption of the compiled kernel it would be launched with."""
+
+
+def dtype_name(dtype) -> str:
+    """Triton's name of a dtype: a torch or numpy dtype, a triton.language dtype, or a name."""
+    text = str(dtype).split(".")[-1]
+    try:
+        return _DTYPE_NAMES[text]
+    except KeyError:
+        raise TypeError(f"no Triton type for dtype {dtype!r}") from None
+
+
+def address_and_dtype(value):
+    """(address, Triton dtype name) of a tensor-like argument: anything with data_ptr() and a
+    dtype (torch), or with __cuda_array_interface__ (CuPy, Numba). None for other values."""
+    data_ptr = getattr(value, "data_ptr", None)
+    if data_ptr is not None and hasattr(value, "dtype"):
+        return data_ptr(), dtype_name(value.dtype)
+    cai = getattr(value, "__cuda_array_interface__", None)
+    if isinstance(cai, dict):
+        typestr = cai.get("typestr", "")
+        name = _TYPESTRS.get((typestr[1:2], int(typestr[2:] or 0))) if len(typestr) >= 3 else None
+        if name is None:
+            raise TypeError(f"no Triton type for __cuda_array_interface__ typestr {typestr!r}")
+        return int(cai["data"][0]), name
+    return None
+
+
+def cuda_array_address(value):
+    """The address of an object exposing __cuda_array_interface__, else None."""
+    cai = getattr(value, "__cuda_array_interface__", None)
+    return int(cai["data"][0]) if isinstance(cai, dict) else None
+
+
+def _tensordesc_type(value) -> str | None:
+    block = getattr(value, "block_shape", None)
+    base = getattr(value, "base", None)
+    if block is None or base is None or not hasattr(value, "strides"):
+        return None
+    found = address_and_dtype(base)
+    if found is None:
+        return None
+    layout = getattr(value, "layout", None)
+    inner = f"{found[1]}[{', '.join(str(int(b)) for b in block)}]"
+    return f"tensordesc<{inner}{',' + repr(layout) if layout is not None else ''}>"
+
+
+def triton_type(value, *, specialize: bool = True, align: bool = True):
+    """(type, attribute) as Triton's JIT specializes `value`: attribute "D" for divisible by 16,
+    "" for not, None where Triton does not look (floats, bools, do_not_specialize); for a
+    constexpr the attribute is the value. Tuples give tuples. Raises TypeError for a value
+    Triton cannot specialize, OverflowError for an int beyond u64/i64."""
+    if value is None:
+        return ("constexpr", None)
+    cls = value.__class__
+    if cls is bool:
+        return ("u1", None)
+    if cls is int or isinstance(value, int) and not isinstance(value, bool):
+        v = int(value)
+        if specialize and v == 1:
+            return ("constexpr", 1)
+        if _I32[0] <= v <= _I32[1]:
+            ty = "i32"
+        elif _I64[0] <= v <= _I64[1]:
+            ty = "i64"
+        elif 0 <= v <= _U64[1]:
+            ty = "u64"
+        else:
+            raise OverflowError("integer to be specialized too large to represent")
+        return (ty, None if not specialize else ("D" if align and v % 16 == 0 else ""))
+    if cls is float or isinstance(value, float):
+        return ("fp32", None)
+    if isinstance(value, tuple):  # Triton specializes the items fully, whatever the flags say
+        parts = [triton_type(v) for v in value]
+        return (tuple(p[0] for p in parts), tuple(p[1] for p in parts))
+    found = address_and_dtype(value)
+    if found is not None:
+        address, name = found
+        return ("*" + name, None if not specialize else ("D" if align and address % 16 == 0 else ""))
+    desc = _tensordesc_type(value)
+    if desc is not None:
+        return (desc, None)
+    if type(value).__name__ == "constexpr" or callable(value):  # tl.constexpr, a JIT function
+        return ("constexpr", value)
+    raise TypeError(f"failed to specialize argument of type: {type(value).__name__}")
+
+
+def _int_fits(compiled: str, value: int) -> bool:
+    lo, hi = S.INT_RANGES[compiled]
+    return lo <= value <= hi
+
+
+def _describe(value) -> str:
+    from launcher.arguments import show
+
+    return show(value)
+
+
+class AssumptionCheck:
+    """Whether a call's arguments fit one compiled kernel (see the module docstring)."""
+
+    def __init__(self, spec):
+        if spec.aligned is None or spec.constants is None:
+            raise AssumptionError(f"kernel {spec.kernel!r}: what the compiler assumed about its arguments "
+                                  "is not known (an IR source), so new arguments cannot be checked")
+        self.spec = spec
+        self.aligned = frozenset(spec.aligned)
+        self.constants = dict(spec.constants)
+
+    def __call__(self, args) -> None:
+        spec = self.spec
+        if len(args) != spec.arity:
+            raise TypeError(f"kernel {spec.kernel!r} takes {spec.arity} arguments "
+                            f"({', '.join(spec.arg_names)}), got {len(args)}")
+        for i, (arg, value) in enumerate(zip(spec.args, args)):
+            self._check(arg, (i,), value)
+
+    def _fail(self, path, assumed, got):
+        raise AssumptionError(f"kernel {self.spec.kernel!r}: parameter {self.spec.arg_name(path)!r}: the kernel "
+                              f"was compiled for {assumed}, got {got}")
+
+    def _check(self, arg, path, value):
+        kind, ty = arg.kind, arg.type
+        if kind == "tuple":
+            if not isinstance(value, (tuple, list)) or len(value) != len(arg.children):
+                self._fail(path, f"a tuple of {len(arg.children)}", _describe(value))
+            for j, (child, item) in enumerate(zip(arg.children, value)):
+                self._check(child, path + (j,), item)
+            return
+        if kind == "constexpr":
+            recorded = self.constants.get(path)
+            if path not in self.constants:
+                return  # not recorded: the compiler did not see it as a value (nothing to hold)
+            if not S.same_constant(S.encode_constant(value), recorded):
+                self._fail(path, f"the constexpr {recorded!r}", _describe(value))
+            return
+        if kind == "pointer":
+            self._pointer(path, ty, value)
+        elif kind == "scalar":
+            self._scalar(path, ty, value)
+        elif kind == "tensordesc":
+            got = _tensordesc_type(value)
+            if got is None or got.split(",")[0].rstrip(">") != ty.split(",")[0].rstrip(">"):
+                self._fail(path, ty, got or _describe(value))
+        # nvTmaDesc: a CUtensorMap carries no assumption the kernel could check
+
+    def _pointer(self, path, ty, value):
+        if value.__class__ is int:
+            address, dtype = value, None  # an address: its dtype is the caller's business
+        else:
+            try:
+                found = address_and_dtype(value)
+            except TypeError as e:
+                self._fail(path, f"a {ty} tensor", str(e))
+            if found is None:
+                self._fail(path, f"a {ty} tensor", _describe(value) if value is not None else "None")
+            address, dtype = found
+        if dtype is not None and "*" + dtype != ty.replace("*k", "*"):
+            self._fail(path, f"a {ty[1:]} tensor (pointer type {ty})", f"a {dtype} tensor")
+        if path in self.aligned and address % 16:
+            self._fail(path, "a pointer divisible by 16", f"{address:#x}")
+
+    def _scalar(self, path, ty, value):
+        if ty in ("i1", "u1"):
+            if value.__class__ is not bool and not (value.__class__ is int and value in (0, 1)):
+                self._fail(path, f"a bool ({ty})", _describe(value))
+            return
+        if ty in S.INT_RANGES:
+            if value.__class__ is bool or not isinstance(value, int):
+                self._fail(path, f"an integer ({ty})", _describe(value))
+            if not _int_fits(ty, int(value)):
+                self._fail(path, f"an integer in the {ty} range", _describe(value))
+            if path in self.aligned and int(value) % 16:
+                self._fail(path, "an integer divisible by 16", _describe(value))
+            return
+        if ty in S.FLOATS:
+            if not isinstance(value, float):
+                self._fail(path, f"a float ({ty}; Triton types an int as an integer)", _describe(value))

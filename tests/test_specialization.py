@@ -1,0 +1,132 @@
+"""launcher.specialization against Triton's own native_specialize_impl (CPU, any release), and the
+assumption check against the specialization Triton computes for the same arguments."""
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import cpu_corpus as C
+from launcher import CudaLauncher
+from launcher.specialization import AssumptionCheck, AssumptionError, dtype_name, triton_type
+
+tl = pytest.importorskip("triton.language")
+
+
+class FakeTensor:
+    """data_ptr() and a dtype: how Triton's specializer sees a tensor (no torch on CI)."""
+
+    def __init__(self, ptr, dtype):
+        self.ptr, self.dtype = ptr, dtype
+
+    def data_ptr(self):
+        return self.ptr
+
+    def __repr__(self):
+        return f"FakeTensor({self.ptr:#x}, {self.dtype})"
+
+
+def native(value, specialize=True, align=True):
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    return native_specialize_impl(BaseBackend, value, False, specialize, align)
+
+
+INTS = st.one_of(st.sampled_from([0, 1, 16, 17, -1, -16, 2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**32,
+                                  2**63 - 1, 2**63, 2**64 - 1, -2**63, 48, 2**40]),
+                 st.integers(-2**63, 2**64 - 1))
+DTYPES = [tl.float32, tl.float16, tl.bfloat16, tl.int32, tl.int64, tl.int8, tl.uint8, tl.float64]
+TENSORS = st.builds(FakeTensor, st.integers(0, 2**48).map(lambda p: p * 4), st.sampled_from(DTYPES))
+LEAVES = st.one_of(st.none(), st.booleans(), INTS, st.floats(allow_nan=False), TENSORS)
+VALUES = st.recursive(LEAVES, lambda inner: st.tuples(inner, inner) | st.tuples(inner), max_leaves=6)
+
+
+def _same(ours, theirs):
+    """Triton returns constexpr values as they are; compare those by value and type."""
+    if isinstance(ours, tuple) and isinstance(theirs, tuple):
+        return len(ours) == len(theirs) and all(_same(a, b) for a, b in zip(ours, theirs))
+    if isinstance(ours, float) and isinstance(theirs, float):
+        return ours == theirs or math.isnan(ours) and math.isnan(theirs)
+    return type(ours) is type(theirs) and ours == theirs
+
+
+@settings(max_examples=600, deadline=None)
+@given(VALUES, st.booleans(), st.booleans())
+def test_triton_type_is_tritons_specialization(value, specialize, align):
+    assert _same(triton_type(value, specialize=specialize, align=align), native(value, specialize, align))
+
+
+@pytest.mark.parametrize("value", [2**64, -2**63 - 1])
+def test_ints_beyond_64_bits_overflow_as_in_triton(value):
+    with pytest.raises(OverflowError):
+        native(value)
+    with pytest.raises(OverflowError):
+        triton_type(value)
+
+
+@pytest.mark.parametrize("value", ["s", [1, 2], object(), b"x"])
+def test_unspecializable_values_are_type_errors_as_in_triton(value):
+    with pytest.raises(TypeError):
+        native(value)
+    with pytest.raises(TypeError):
+        triton_type(value)
+
+
+def test_dtype_names():
+    assert dtype_name(tl.float32) == "fp32" and dtype_name("torch.bfloat16") == "bf16"
+    assert dtype_name("torch.bool") == "u1" and dtype_name("float8_e4m3fn") == "fp8e4nv"
+    with pytest.raises(TypeError, match="no Triton type"):
+        dtype_name("complex64")
+
+
+# ---- the assumption check holds a call against one compiled kernel ----
+@pytest.fixture(scope="module")
+def add():
+    ck = C.BY_NAME["vector_add"].compile()  # x, y, out: *fp32 aligned; n: i32 aligned; BLOCK=1024
+    return CudaLauncher(ck.src, ck.metadata).spec
+
+
+def t(ptr, dtype=None):
+    return FakeTensor(ptr, dtype or tl.float32)
+
+
+@pytest.mark.parametrize("args,message", [
+    ((t(0x1000), t(0x2000), t(0x3000), 98432, 1024), None),
+    ((0x1000, 0x2000, 0x3000, 32, 1024), None),  # int addresses: no dtype to hold against
+    ((t(0x1004), t(0x2000), t(0x3000), 16, 1024), "parameter 'x_ptr': the kernel was compiled for a pointer divisible by 16, got 0x1004"),
+    ((t(0x1000), t(0x2000, tl.float16), t(0x3000), 16, 1024), "parameter 'y_ptr': the kernel was compiled for a fp32 tensor .*got a fp16 tensor"),
+    ((t(0x1000), t(0x2000), None, 16, 1024), "parameter 'out_ptr'.*got None"),
+    ((t(0x1000), t(0x2000), t(0x3000), 17, 1024), "parameter 'n': the kernel was compiled for an integer divisible by 16, got 17"),
+    ((t(0x1000), t(0x2000), t(0x3000), 2**31, 1024), "parameter 'n': the kernel was compiled for an integer in the i32 range, got 2147483648"),
+    ((t(0x1000), t(0x2000), t(0x3000), 16.0, 1024), "parameter 'n': the kernel was compiled for an integer \\(i32\\), got 16.0"),
+    ((t(0x1000), t(0x2000), t(0x3000), True, 1024), "parameter 'n': the kernel was compiled for an integer"),
+    ((t(0x1000), t(0x2000), t(0x3000), 16, 512), "parameter 'BLOCK': the kernel was compiled for the constexpr 1024, got 512"),
+    ((t(0x1000), t(0x2000), t(0x3000), 16, 1024.0), "parameter 'BLOCK': the kernel was compiled for the constexpr 1024, got 1024.0"),
+])
+def test_the_check_refuses_exactly_what_breaks_an_assumption(add, args, message):
+    check = AssumptionCheck(add)
+    if message is None:
+        check(args)
+        return
+    with pytest.raises(AssumptionError, match="kernel 'add_kernel': " + message):
+        check(args)
+    assert issubclass(AssumptionError, ValueError)
+
+
+@pytest.mark.parametrize("dtype", [tl.float16, tl.float32])
+@pytest.mark.parametrize("block", [[32, 32], [64, 16], [128]])
+def test_host_tensor_descriptors_specialize_as_in_triton(dtype, block):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    shape = [256] * len(block)
+    strides = [256, 1][-len(block):]
+    d = TensorDescriptor(FakeTensor(0x10000, dtype), shape, strides, block)
+    assert _same(triton_type(d), native(d))
+
+
+def test_namedtuples_specialize_as_tuples():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+    value = Pair(FakeTensor(0x1000, tl.float32), 7)
+    assert _same(triton_type(value), native(value))
