@@ -547,7 +547,7 @@ static CUresult bound_check(launcher_bound *b, CUcontext ctx) {
     return rc;
 }
 
-int launcher_bound_repeat(launcher_bound *b, int count) {
+int launcher_bound_repeat(launcher_bound *b, uint64_t stream, int count) {
     if (!b || !b->plan || b->plan->magic != PLAN_MAGIC)
         return LAUNCHER_ERROR_BAD_PLAN;
     int rc = launcher_driver_init();
@@ -559,16 +559,18 @@ int launcher_bound_repeat(launcher_bound *b, int count) {
     if ((rc = bound_check(b, ctx)) != CUDA_SUCCESS)
         return rc;
     CUlaunchConfig config;
-    if ((rc = make_config(b->plan, &b->header, &config)) != 0)
+    launcher_header h = b->header;
+    h.stream = stream;
+    if ((rc = make_config(b->plan, &h, &config)) != 0)
         return rc == 1 ? CUDA_SUCCESS : rc;
-    CUfunction fn = (CUfunction)(uintptr_t)b->header.function;
+    CUfunction fn = (CUfunction)(uintptr_t)h.function;
     for (int i = 0; i < count && rc == CUDA_SUCCESS; i++)
         rc = cu.cuLaunchKernelEx(&config, fn, b->params, NULL);
     return rc;
 }
 
-int launcher_bound_launch(launcher_bound *b) {
-    return launcher_bound_repeat(b, 1);
+int launcher_bound_launch(launcher_bound *b, uint64_t stream) {
+    return launcher_bound_repeat(b, stream, 1);
 }
 
 /* ---- tensor maps ---- */

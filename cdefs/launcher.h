@@ -106,14 +106,16 @@ int launcher_launch_repeat(const launcher_plan *plan, const char *args, size_t a
 
 /* A launch packed once and launched again and again (CudaLauncher.bind, prepared launches):
  * the buffer is copied into aligned storage and the parameter array is built once; pointers
- * are checked again only when the current context or the pointer cache changed.  The plan
- * must outlive it.  Returns NULL with *status set on a wrong buffer size or no memory. */
+ * are checked again only when the current context or the pointer cache changed.  Each launch
+ * names its stream (the current one, which may have changed since the launch was packed).
+ * The plan must outlive it.  Returns NULL with *status set on a wrong buffer size or no
+ * memory. */
 typedef struct launcher_bound launcher_bound;
 launcher_bound *launcher_bound_new(const launcher_plan *plan, const char *args, size_t args_len,
                                    int *status);
 void launcher_bound_free(launcher_bound *bound);
-int launcher_bound_launch(launcher_bound *bound);
-int launcher_bound_repeat(launcher_bound *bound, int count);
+int launcher_bound_launch(launcher_bound *bound, uint64_t stream);
+int launcher_bound_repeat(launcher_bound *bound, uint64_t stream, int count);
 
 /* The parameter index of the last LAUNCHER_ERROR_BAD_POINTER in this thread. */
 int launcher_last_bad_param(void);

@@ -12,6 +12,8 @@ from launcher.driver import CudaDriverNotFound, CudaError, PlanError
 from launcher.errors import UnsupportedKernel
 from launcher.install import install, installed, is_installed, module_cache, uninstall
 from launcher.modules import ModuleCache, SharedMemoryError
+from launcher.prepared import PreparedLaunch, prepare
+from launcher.specialization import AssumptionError
 from launcher.spec import Conventions, LaunchSpec, SpecError
 from launcher.tensormap import TensorMap
 
@@ -30,7 +32,7 @@ def clear_pointer_cache() -> None:
 __version__ = "0.1.0"
 
 __all__ = [
-    "BoundLaunch", "Conventions", "CudaDriverNotFound", "CudaError", "CudaLauncher", "LaunchSpec",
-    "ModuleCache", "PlanError", "SharedMemoryError", "SpecError", "TensorMap", "UnsupportedKernel",
-    "clear_pointer_cache", "install", "installed", "is_installed", "module_cache", "uninstall",
+    "AssumptionError", "BoundLaunch", "Conventions", "CudaDriverNotFound", "CudaError", "CudaLauncher", "LaunchSpec",
+    "ModuleCache", "PlanError", "PreparedLaunch", "SharedMemoryError", "SpecError", "TensorMap", "UnsupportedKernel",
+    "clear_pointer_cache", "install", "installed", "is_installed", "module_cache", "prepare", "uninstall",
 ]

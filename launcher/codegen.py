@@ -151,3 +151,121 @@ def generate(mode: str, layout, scratch: tuple, namespace: dict, encoder_of: dic
     fn = ns[mode]
     fn.__qualname__ = f"CudaLauncher.{mode} (generated)"
     return fn
+
+
+# -- prepared launches (launcher.prepared) --
+PREPARED_TEMPLATE = '''\
+def __call__(_p, *args, **kwargs):
+    """p() launches the prepared arguments; p(*args) checks new ones against what the
+    kernel was compiled for and launches them (generated for this prepared launch)."""
+{hooks}    if not args:
+        if not kwargs:
+{same_args}
+        return _p.launch(**kwargs)
+    if kwargs or len(args) not in ARITIES:
+        return _p.launch(*args, **kwargs)
+{unpack}{checks}{grid}    try:
+        buf = pack_all(FUNCTION, stream(), gx, gy, gz, 0, {values})
+    except Exception:
+        return _p.launch(*args)
+{launch}'''
+
+_PREPARED_HOOKS = '''\
+    enter, leave = RUNTIME.launch_enter_hook, RUNTIME.launch_exit_hook
+    if (enter is not None and (enter.__class__ is not HOOK_CHAIN or enter.calls)) or \\
+            (leave is not None and (leave.__class__ is not HOOK_CHAIN or leave.calls)):
+        return _p.launch(*args, **kwargs)
+'''
+
+_PREPARED_LAUNCH = {
+    "launch": '''\
+    status = c_launch(PLAN, buf, SIZE, NULL, 0)
+    if status:
+        _p._failed(status, buf)
+''',
+    "dry_run": '''\
+    out = new_out()
+    status = c_launch(PLAN, buf, SIZE, out, OUT_SIZE)
+    if status:
+        _p._failed(status, buf)
+    return split(out)
+''',
+}
+
+_PREPARED_SAME_ARGS = {
+    "launch": '''\
+            status = bound_launch(BOUND, stream())
+            if status:
+                _p._failed(status, BUFFER)
+            return''',
+    "dry_run": '''\
+            return _p.launch()''',
+}
+
+
+def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
+    """The __call__ of one prepared launch. params: for each kernel parameter, (kind, check)
+    where kind is "pointer", "int", "float", "bool" or "constexpr" and check the data its test
+    needs (see launcher.prepared). Anything the fast tests do not pass goes to _p.launch,
+    which checks and explains."""
+    ns = dict(namespace)
+    lines, values = [], []
+    names = [f"a{i}" for i in range(len(params))]
+    n_min = len(params)
+    while n_min and params[n_min - 1][0] == "constexpr":  # trailing constexprs may be left out
+        n_min -= 1
+    if n_min == len(params):
+        unpack = f"    {', '.join(names)}, = args\n" if names else ""
+    else:  # the trailing constexprs left out take their prepared values
+        unpack = f"    if len(args) == {len(params)}:\n        {', '.join(names)}, = args\n    else:\n"
+        if n_min:
+            unpack += f"        {', '.join(names[:n_min])}, = args\n"
+        unpack += f"        {', '.join(names[n_min:])}, = {', '.join(f'C{i}' for i in range(n_min, len(params)))},\n"
+    ns["ARITIES"] = frozenset({n_min, len(params)})
+    for i, (kind, check) in enumerate(params):
+        a, v = names[i], f"v{i}"
+        fallback = "return _p.launch(*args)"
+        if kind == "constexpr":
+            ns[f"C{i}"] = check
+            lines.append(f"    if {a} is not C{i} and ({a}.__class__ is not C{i}.__class__ or {a} != C{i}): {fallback}")
+            continue
+        if kind == "pointer":
+            cls, dtype, aligned = check
+            ns[f"T{i}"], ns[f"D{i}"] = cls, dtype
+            lines.append(f"    if {a}.__class__ is T{i} and {a}.dtype is D{i}:")
+            lines.append(f"        {v} = {a}.data_ptr()")
+            lines.append(f"    elif {a}.__class__ is int:")
+            lines.append(f"        {v} = {a}")
+            lines.append(f"    else:")
+            lines.append(f"        {fallback}")
+            if aligned:
+                lines.append(f"    if {v} & 15: {fallback}")
+        elif kind == "int":
+            lo, hi, aligned = check
+            cond = f"{a}.__class__ is not int or {a} < {lo} or {a} > {hi}" + (f" or {a} & 15" if aligned else "")
+            lines.append(f"    if {cond}: {fallback}")
+            v = a
+        elif kind == "float":
+            lines.append(f"    if {a}.__class__ is not float: {fallback}")
+            v = a
+        elif kind == "bool":
+            lines.append(f"    if {a}.__class__ is not bool: {fallback}")
+            v = a
+        values.append(v)
+    if callable_grid:
+        keys = ", ".join(f"{n!r}: {a}" for n, a in zip(namespace["PARAM_NAMES"], names))
+        grid = (f"    g = GRID({{{keys}}})\n"
+                "    gx = g[0]\n    gy = g[1] if len(g) > 1 else 1\n    gz = g[2] if len(g) > 2 else 1\n")
+    else:
+        grid = "    gx, gy, gz = GX, GY, GZ\n"
+    source = PREPARED_TEMPLATE.format(
+        hooks=_PREPARED_HOOKS if ns.get("RUNTIME") is not None else "",
+        same_args=_PREPARED_SAME_ARGS[mode], unpack=unpack, checks="".join(x + "\n" for x in lines),
+        grid=grid, values=", ".join(values + ["0", "0"]), launch=_PREPARED_LAUNCH[mode])
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    filename = f"<launcher generated prepared {mode} {digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), ns)
+    fn = ns["__call__"]
+    fn.__qualname__ = "PreparedLaunch.__call__ (generated)"
+    return fn

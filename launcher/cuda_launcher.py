@@ -243,24 +243,26 @@ def _no_allocator(size, align, stream):
 
 
 class BoundLaunch:
-    """A launch with its arguments packed once (see CudaLauncher.bind)."""
+    """A launch with its arguments packed once (see CudaLauncher.bind), on the stream it was
+    packed with."""
 
-    __slots__ = ("launcher", "buffer", "_keepalive", "_handle", "_launch", "_repeat")
+    __slots__ = ("launcher", "buffer", "stream", "_keepalive", "_handle", "_launch", "_repeat")
 
     def __init__(self, launcher, plan, buffer, keepalive):
         self.launcher = launcher
         self.buffer = buffer
+        self.stream = struct.unpack_from("<Q", buffer, S.HEADER_STREAM_AT)[0]
         self._keepalive = (plan, keepalive)
         self._handle, self._launch, self._repeat = driver.bind(plan, buffer)
 
     def __call__(self):
-        status = self._launch(self._handle)
+        status = self._launch(self._handle, self.stream)
         if status:
             self.launcher._launch_failed(status, self.buffer)
 
     def repeat(self, count: int):
         """Launch `count` times in one C call (the C floor of the benchmarks)."""
-        status = self._repeat(self._handle, count)
+        status = self._repeat(self._handle, self.stream, count)
         if status:
             self.launcher._launch_failed(status, self.buffer)
 

@@ -67,10 +67,10 @@ def _native_facts():
     fmt = "".join(codes[f.type.cname] for _, f in header.fields)
     if struct.calcsize("<" + fmt) != ffi.sizeof(header):
         raise ImportError("launcher_header has padding the packer does not know: rebuild launcher")
-    return fmt, ffi.sizeof(header), lib.LAUNCHER_MAX_PARAM_BYTES
+    return fmt, ffi.sizeof(header), ffi.offsetof(header, "stream"), lib.LAUNCHER_MAX_PARAM_BYTES
 
 
-HEADER_FORMAT, HEADER_SIZE, MAX_PARAM_BYTES = _native_facts()
+HEADER_FORMAT, HEADER_SIZE, HEADER_STREAM_AT, MAX_PARAM_BYTES = _native_facts()
 
 GLOBAL_SCRATCH, PROFILE_SCRATCH = "<global scratch>", "<profile scratch>"
 

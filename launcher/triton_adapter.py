@@ -234,3 +234,141 @@ def stock_tensormap_type():
 
     nv = sys.modules.get("triton.backends.nvidia.driver")
     return getattr(nv, "PyCUtensorMap", None) if nv is not None else None
+
+
+# ---- for prepared launches and the fast dispatch: Triton's JIT objects ----
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a @triton.jit function, as its JIT sees it."""
+
+    name: str
+    default: object  # EMPTY when there is none
+    is_constexpr: bool
+    do_not_specialize: bool
+    do_not_specialize_on_alignment: bool
+
+
+EMPTY = object()
+
+
+def jit_parameters(jit_fn) -> tuple:
+    """The parameters of a JITFunction, in order."""
+    out = []
+    for p in jit_fn.params:
+        default = p.default if p.has_default else EMPTY
+        out.append(Parameter(p.name, default, bool(p.is_constexpr), bool(p.do_not_specialize),
+                             bool(p.do_not_specialize_on_alignment)))
+    return tuple(out)
+
+
+def decorator_chain(kernel) -> tuple:
+    """(layers, jit function) of a @triton.jit function under any @triton.autotune and
+    @triton.heuristics decorators; layers run outermost first, each ("autotune", Autotuner) or
+    ("heuristics", Heuristics)."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
+
+    layers = []
+    while not isinstance(kernel, JITFunction):
+        if isinstance(kernel, Autotuner):
+            layers.append(("autotune", kernel))
+        elif isinstance(kernel, Heuristics):
+            layers.append(("heuristics", kernel))
+        else:
+            raise TypeError(f"expected a @triton.jit function (possibly under @triton.autotune or "
+                            f"@triton.heuristics), got {type(kernel).__name__}")
+        kernel = kernel.fn
+    return tuple(layers), kernel
+
+
+def heuristic_values(heuristics, args: tuple, kwargs: dict) -> dict:
+    """The constexprs a @triton.heuristics layer computes for a call (as its run() does)."""
+    nargs = {**dict(zip(heuristics.arg_names, args)), **kwargs}
+    return {name: fn(nargs) for name, fn in heuristics.values.items()}
+
+
+def autotune_key(tuner, args: tuple, kwargs: dict):
+    """The key a @triton.autotune layer caches its choice under for a call (3.6-3.9 alike), or
+    None when it has a single config (no key)."""
+    if len(tuner.configs) <= 1:
+        return None
+    all_args = {**dict(zip(tuner.arg_names, args)), **kwargs}
+    named = {k: v for k, v in all_args.items() if k in tuner.arg_names}
+    key = [named[k] for k in tuner.keys if k in named]
+    key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+    return tuple(key)
+
+
+def autotune_choice(tuner, key):
+    """The config a tuner chose for `key` (None when it has not tuned that key yet)."""
+    if key is None:
+        return tuner.configs[0]
+    return tuner.cache.get(key)
+
+
+def config_kwargs(config) -> dict:
+    """What a triton.Config adds to a call: its constexprs and compile options."""
+    return dict(config.all_kwargs())
+
+
+def compile_for(jit_fn, grid, args: tuple, kwargs: dict):
+    """Compile (or find in the JIT's caches) the kernel Triton would launch for this call,
+    without launching it: the CompiledKernel."""
+    return jit_fn.warmup(*args, grid=grid, **kwargs)
+
+
+def current_device() -> int:
+    from triton.runtime.driver import driver as rt
+
+    return rt.active.get_current_device()
+
+
+def stream_getter(device: int):
+    """A function returning the current stream of `device`, as kernel[grid] asks for it."""
+    import functools
+
+    from triton.runtime.driver import driver as rt
+
+    return functools.partial(rt.active.get_current_stream, device)
+
+
+def runtime_knobs():
+    """Triton's runtime knobs: where launch_enter_hook and launch_exit_hook are read."""
+    from triton import knobs
+
+    return knobs.runtime
+
+
+def hook_chain_type():
+    from triton.knobs import HookChain
+
+    return HookChain
+
+
+def hooks_set(runtime) -> tuple:
+    """(enter, exit) launch hooks that are set; the default empty HookChains count as unset."""
+    chain = hook_chain_type()
+    out = []
+    for hook in (runtime.launch_enter_hook, runtime.launch_exit_hook):
+        if hook is None or (hook.__class__ is chain and not hook.calls):
+            out.append(None)
+        else:
+            out.append(hook)
+    return tuple(out)
+
+
+def launch_metadata(compiled, function: int, grid, stream: int, values: tuple):
+    """What Triton hands the launch hooks for one launch (CompiledKernel.launch_metadata),
+    without loading the kernel through Triton's driver."""
+    from triton.compiler.compiler import ASTSource, LazyDict
+
+    ret = LazyDict({"name": compiled.name, "function": function, "stream": stream})
+    src = compiled.src
+    if isinstance(src, ASTSource) and src.fn.launch_metadata is not None:
+        ret.add(src.fn.launch_metadata, (grid, compiled.metadata, dict(zip(src.fn.arg_names, values))))
+    return ret
+
+
+def compiled_binary(compiled) -> tuple:
+    """(kernel name, cubin bytes) of a CompiledKernel."""
+    return compiled.name, compiled.kernel

@@ -22,6 +22,15 @@ from reference_packer import reference_bytes  # noqa: E402
 DEV = "cuda"
 
 
+def jit_launch(kernel, grid, *args, **kwargs):
+    """How every case launches its JIT kernel: kernel[grid](...), unless a test swaps in another
+    way (tests/test_gpu_prepared.py launches the same cases through prepared launches)."""
+    return kernel[grid](*args, **kwargs)
+
+
+LAUNCH = jit_launch
+
+
 def _seed():
     torch.manual_seed(0)
 
@@ -31,7 +40,7 @@ def case_vector_add(**opts):
     n = 98432
     x, y = torch.rand(n, device=DEV), torch.rand(n, device=DEV)
     out = torch.empty_like(x)
-    K.add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024, **opts)
+    LAUNCH(K.add_kernel, (triton.cdiv(n, 1024),), x, y, out, n, BLOCK=1024, **opts)
     return {"out": (out, x + y)}
 
 
@@ -80,7 +89,7 @@ def case_tuples():
     out = torch.empty(16, device=DEV)
     x, y = torch.rand(16, device=DEV), torch.rand(16, device=DEV)
     # t[2] == 3 (an i32), nested[1][0] == 1 (specialised to a constexpr inside a tuple), k: constexpr
-    K.tuple_kernel[(1,)](out, (x, 16, 3), ((y, 4), (1, 0.5)), 2, 1.5)
+    LAUNCH(K.tuple_kernel, (1,), out, (x, 16, 3), ((y, 4), (1, 0.5)), 2, 1.5)
     want = (x + y) * 1.5 + 4 + 0.5 + 3 + 2  # the kernel may fuse multiply-adds: compare closely
     return {"out": (out, None), "close": (torch.tensor([int(torch.allclose(out, want))], device=DEV),
                                           torch.tensor([1], device=DEV))}
@@ -89,7 +98,7 @@ def case_tuples():
 def case_many_args():
     out = torch.zeros(1, device=DEV)
     args = [float(i) if i % 2 else i for i in range(18)]
-    K.many_args_kernel[(1,)](out, *args)
+    LAUNCH(K.many_args_kernel, (1,), out, *args)
     return {"sum": (out, torch.tensor([float(sum(range(18)))], device=DEV))}
 
 
@@ -99,7 +108,7 @@ def case_host_tma():
     _seed()
     x = torch.randn(256, 256, device=DEV, dtype=torch.float16)
     out = torch.empty_like(x)
-    K.tma_copy_kernel[(4, 4)](TensorDescriptor.from_tensor(x, [64, 64]),
+    LAUNCH(K.tma_copy_kernel, (4, 4), TensorDescriptor.from_tensor(x, [64, 64]),
                               TensorDescriptor.from_tensor(out, [64, 64]), BM=64, BN=64)
     return {"out": (out, x + 1)}
 
@@ -115,8 +124,9 @@ def case_device_tma_with_scratch():
     _seed()
     x = torch.randn(128, 256, device=DEV)
     out = torch.empty_like(x)
-    ck = K.device_desc_kernel[(4, 4)](x, out, 128, 256, BM=32, BN=64)
-    want = [(ck.metadata.global_scratch_size * 16, ck.metadata.global_scratch_align)]
+    LAUNCH(K.device_desc_kernel, (4, 4), x, out, 128, 256, BM=32, BN=64)
+    md = K.device_desc_kernel.warmup(x, out, 128, 256, BM=32, BN=64, grid=(4, 4)).metadata
+    want = [(md.global_scratch_size * 16, md.global_scratch_align)]
     return {"out": (out, x * 2),
             "scratch": (torch.tensor(calls[-1:], device=DEV), torch.tensor(want, device=DEV))}
 
@@ -139,7 +149,8 @@ def case_large_shared_memory():
     a = torch.randn(M, Kd, device=DEV, dtype=torch.float16)
     b = torch.randn(Kd, N, device=DEV, dtype=torch.float16)
     c = torch.empty(M, N, device=DEV, dtype=torch.float32)
-    ck = K.matmul_kernel[(M // 128, N // 128)](a, b, c, M, N, Kd, BM=128, BN=128, BK=64, num_stages=4)
+    LAUNCH(K.matmul_kernel, (M // 128, N // 128), a, b, c, M, N, Kd, BM=128, BN=128, BK=64, num_stages=4)
+    ck = K.matmul_kernel.warmup(a, b, c, M, N, Kd, BM=128, BN=128, BK=64, num_stages=4, grid=(1,))
     shared = torch.tensor([int(ck.metadata.shared > 49152)], device=DEV)
     return {"c": (c, None), "close": (torch.tensor([int(torch.allclose(c, a.float() @ b.float(), atol=1e-1, rtol=1e-2))],
                                                    device=DEV), torch.tensor([1], device=DEV)),
@@ -148,7 +159,7 @@ def case_large_shared_memory():
 
 def case_grid_3d():
     out = torch.full((2, 3, 4), -1, dtype=torch.int32, device=DEV)
-    K.grid3d_kernel[(4, 3, 2)](out, 4, 3)
+    LAUNCH(K.grid3d_kernel, (4, 3, 2), out, 4, 3)
     z, y, x = torch.meshgrid(torch.arange(2), torch.arange(3), torch.arange(4), indexing="ij")
     return {"out": (out, (x + 10 * y + 100 * z).to(torch.int32).to(DEV))}
 

@@ -104,7 +104,7 @@ def test_a_dry_run_output_too_small_is_refused():
 def test_a_null_plan_is_refused():
     ffi, L = driver.native()
     assert L.launcher_launch(ffi.NULL, bytes(H), H, ffi.new("char[]", 8), 8) == L.LAUNCHER_ERROR_BAD_PLAN
-    assert L.launcher_bound_launch(ffi.NULL) == L.LAUNCHER_ERROR_BAD_PLAN
+    assert L.launcher_bound_launch(ffi.NULL, 0) == L.LAUNCHER_ERROR_BAD_PLAN
     assert L.launcher_plan_dry_run_size(ffi.NULL) == -1
 
 

@@ -1,0 +1,306 @@
+"""Prepared launches: Triton's `kernel[grid](...)` without its dispatch, and without giving up
+its safety.
+
+    p = launcher.prepare(kernel, grid, x, y, out, n, BLOCK=1024)
+    p()                      # the prepared arguments again: packed once, one C call
+    p(x2, y2, out2, n2)      # new arguments, checked against what the kernel was compiled for
+    p.launch(x2, y2, out2, n2, grid=(8,), stream=s)
+
+`prepare` resolves the kernel as Triton would (@triton.heuristics computed, @triton.autotune's
+choice for this call's key; tuning runs the kernel only when the key was never tuned), compiles
+it with Triton's warmup (no launch), loads it through launcher's module cache on the current
+device and keeps the CompiledKernel alive (Triton 3.8+ unloads a module when its kernel is
+collected).
+
+A call with new arguments refuses, with an AssumptionError (a ValueError) naming the
+parameter, what the kernel assumed and what it got, every argument the compiled kernel was not
+compiled for (launcher.specialization.AssumptionCheck); arguments that merely allow a more
+specialised kernel are accepted. Constexprs and compile options must stay as prepared;
+@triton.heuristics are evaluated again and must choose the same constexprs; an
+@triton.autotune key that maps to another config (or was never tuned) is refused; a config's
+pre_hook runs before every launch, as Triton runs it. reset_to_zero and restore_value act only
+while the autotuner benchmarks, in Triton as here. The stream is the current one at call time
+(as kernel[grid] asks for it, so CUDA-graph capture on a side stream works), Triton's launch
+hooks run when they are set (the default empty hook chains count as unset), and a prepared
+launch may be called from several threads.
+
+The common call (positional arguments of the prepared types) runs a function generated for
+this prepared launch (launcher.codegen.generate_prepared); anything else goes through `launch`,
+which binds, checks and explains.
+"""
+from __future__ import annotations
+
+import threading
+
+from launcher import codegen, driver, triton_adapter as A
+from launcher import spec as S
+from launcher.cuda_launcher import CudaLauncher
+from launcher.specialization import AssumptionCheck, AssumptionError, address_and_dtype
+
+__all__ = ["prepare", "PreparedLaunch", "AssumptionError"]
+
+_MISSING = object()
+
+
+def prepare(kernel, grid, *args, **kwargs) -> "PreparedLaunch":
+    """A PreparedLaunch of `kernel[grid](*args, **kwargs)`: kernel is a @triton.jit function
+    (possibly under @triton.autotune / @triton.heuristics) or a bundle kernel."""
+    own = getattr(kernel, "_prepare_launch", None)
+    if own is not None:  # a bundle kernel prepares itself
+        return own(grid, args, kwargs)
+    layers, jit_fn = A.decorator_chain(kernel)
+    call_kwargs = dict(kwargs)
+    resolved = []  # (kind, layer, what it chose)
+    for kind, layer in layers:
+        if kind == "heuristics":
+            values = A.heuristic_values(layer, args, call_kwargs)
+            call_kwargs.update(values)
+            resolved.append((kind, layer, values))
+        else:
+            key = A.autotune_key(layer, args, call_kwargs)
+            config = A.autotune_choice(layer, key)
+            if config is None:  # never tuned for this key: tuning runs (and launches) the kernel
+                layer.run(*args, grid=grid, warmup=False, **call_kwargs)
+                config = A.autotune_choice(layer, key)
+            call_kwargs.update(A.config_kwargs(config))
+            resolved.append((kind, layer, (key, config)))
+    device = A.current_device()
+    compiled = A.compile_for(jit_fn, grid, args, call_kwargs)
+    params = A.jit_parameters(jit_fn)
+    values, options = bind(jit_fn.__name__, params, args, call_kwargs, {})
+    spec = A.spec_from_triton(compiled.src, compiled.metadata)
+    function, release = load(spec, *A.compiled_binary(compiled), device)
+    return PreparedLaunch(spec, params, values, options, grid, function=function, stream=A.stream_getter(device),
+                          device=device, runtime=A.runtime_knobs(), layers=tuple(resolved), compiled=compiled,
+                          release=release)
+
+
+def load(spec, name: str, cubin: bytes, device: int) -> tuple:
+    """(function, release) of a cubin loaded through launcher's module cache on `device`, with
+    Triton's resource check; release() gives the module back."""
+    from launcher.install import module_cache
+
+    cache = module_cache()
+    module, function, _, _, max_threads = cache.load_binary(
+        name, cubin, spec.shared, device, oversized_shared=spec.conventions.oversized_shared)
+    threads = spec.num_warps * spec.warp_size
+    if threads > max_threads:
+        cache.unload_module(module)
+        raise ValueError(f"kernel {spec.kernel!r} needs {threads} threads per block; the device "
+                         f"allows it {max_threads}")
+    return function, lambda: cache.unload_module(module)
+
+
+def bind(kernel_name, params, args, kwargs, prepared_constexprs) -> tuple:
+    """(values of every parameter in order, compile options) of a call, bound as Python binds
+    the JIT function's parameters; a missing constexpr takes its prepared value."""
+    if len(args) > len(params):
+        raise TypeError(f"kernel {kernel_name!r} takes {len(params)} arguments "
+                        f"({', '.join(p.name for p in params)}), got {len(args)}")
+    values = list(args) + [_MISSING] * (len(params) - len(args))
+    index = {p.name: i for i, p in enumerate(params)}
+    options = {}
+    for name, value in kwargs.items():
+        i = index.get(name)
+        if i is None:
+            options[name] = value
+        elif values[i] is not _MISSING:
+            raise TypeError(f"kernel {kernel_name!r}: parameter {name!r} given twice")
+        else:
+            values[i] = value
+    for i, p in enumerate(params):
+        if values[i] is _MISSING:
+            if p.default is not A.EMPTY:
+                values[i] = p.default
+            elif i in prepared_constexprs:
+                values[i] = prepared_constexprs[i]
+            else:
+                raise TypeError(f"kernel {kernel_name!r}: parameter {p.name!r} is missing")
+    return tuple(values), options
+
+
+class PreparedLaunch:
+    """One compiled kernel, loaded, with a grid and the arguments it was prepared with.
+
+    spec: the kernel's LaunchSpec; params: its parameters (launcher.triton_adapter.Parameter);
+    values, options: the prepared call, bound; function: the loaded CUfunction; stream: a
+    function returning the stream to launch on; runtime: Triton's runtime knobs (the launch
+    hooks), None where there is no Triton; layers: the autotune/heuristics choices made;
+    compiled: the CompiledKernel (kept alive, and the launch hooks' metadata comes from it);
+    release: gives the module back (close(), or when the prepared launch is collected)."""
+
+    def __init__(self, spec, params, values, options, grid, *, function, stream, device=None, runtime=None,
+                 layers=(), compiled=None, release=None, dry_run=False):
+        self.spec = spec
+        self.compiled = compiled
+        self.params = params
+        self.values = values
+        self.options = options
+        self.device = device
+        self.layers = layers
+        self.function = function
+        self._stream = stream
+        self._runtime = runtime
+        self._dry_run = dry_run
+        self._release = release
+        self._check = AssumptionCheck(spec)
+        self._check(values)  # the prepared arguments themselves must fit (they chose the kernel)
+        self._launcher = CudaLauncher.from_spec(spec, global_allocator=A.global_scratch_allocator,
+                                                profile_allocator=A.profile_scratch_allocator)
+        self.grid_fn = grid if callable(grid) else None
+        self.grid = self._grid(values, grid)
+        self._constexprs = {i: values[i] for i, a in enumerate(spec.args) if a.kind == "constexpr"}
+        self._bound = None
+        if not dry_run and not self._needs_general_path():
+            plan, buf, keep = self._launcher.pack(*self.grid, 0, function, spec.packed_metadata, *values)
+            self._bound = (driver.bind(plan, buf), buf, keep, plan)
+        self.__class__ = _prepared_class(self)
+
+    def close(self) -> None:
+        """Give the module back now (otherwise when the prepared launch is collected)."""
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter teardown
+            pass
+
+    # -- the general path: bind, check, explain --
+    def _needs_general_path(self) -> bool:
+        """Whether every call must go through `launch` (no fast path for this kernel)."""
+        spec = self.spec
+        if spec.global_scratch[0] or spec.profile_scratch[0]:
+            return True  # scratch is allocated per launch, as Triton does
+        if any(kind == "heuristics" for kind, _, _ in self.layers):
+            return True
+        if any(kind == "autotune" and (choice[0] is not None or choice[1].pre_hook is not None)
+               for kind, _, choice in self.layers):
+            return True
+        return any(a.kind in ("tuple", "tensordesc", "tensormap") for a in spec.args)
+
+    def _grid(self, values, grid):
+        if grid is None:
+            return self.grid
+        if callable(grid):
+            grid = grid({p.name: v for p, v in zip(self.params, values)})
+        if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+            raise TypeError(f"kernel {self.spec.kernel!r}: the grid must be a tuple of 1 to 3 ints "
+                            f"(or a callable returning one), got {grid!r}")
+        return (tuple(grid) + (1, 1))[:3]
+
+    def _values_for(self, args, kwargs) -> tuple:
+        if not args and not kwargs:
+            return self.values
+        values, options = bind(self.spec.kernel, self.params, args, kwargs, self._constexprs)
+        for name, value in options.items():
+            if name not in self.options or not S.same_constant(S.encode_constant(value), S.encode_constant(self.options[name])):
+                raise AssumptionError(f"kernel {self.spec.kernel!r}: option {name!r} was prepared as "
+                                      f"{self.options.get(name, '(not given)')!r}, got {value!r}")
+        named = {p.name: v for p, v in zip(self.params, values)}
+        for kind, layer, choice in self.layers:
+            if kind == "heuristics":
+                now = A.heuristic_values(layer, (), named)
+                for name, value in now.items():
+                    if not S.same_constant(S.encode_constant(value), S.encode_constant(choice[name])):
+                        raise AssumptionError(
+                            f"kernel {self.spec.kernel!r}: @triton.heuristics choose {name}={value!r} for "
+                            f"these arguments; the prepared kernel has {name}={choice[name]!r}")
+            else:
+                key, config = choice
+                new_key = A.autotune_key(layer, (), named)
+                if new_key != key:
+                    other = A.autotune_choice(layer, new_key)
+                    if other is None or A.config_kwargs(other) != A.config_kwargs(config):
+                        raise AssumptionError(
+                            f"kernel {self.spec.kernel!r}: @triton.autotune key {new_key!r} "
+                            f"{'was never tuned' if other is None else 'chooses ' + str(other)}; "
+                            f"the prepared kernel is tuned for key {key!r} ({config})")
+        self._check(values)
+        return values
+
+    def launch(self, *args, grid=None, stream=None, **kwargs):
+        """Launch with new arguments (or the prepared ones), on `grid` and `stream` when given
+        (else the prepared grid, evaluated again when it is a callable, and the current stream)."""
+        values = self._values_for(args, kwargs)
+        if grid is None and self.grid_fn is not None and values is not self.values:
+            grid = self.grid_fn
+        gx, gy, gz = self._grid(values, grid)
+        s = self._stream() if stream is None else stream
+        for kind, _, choice in self.layers:  # a config's pre_hook runs before the launch, as in Triton
+            if kind == "autotune" and choice[1].pre_hook is not None:
+                choice[1].pre_hook({**{p.name: v for p, v in zip(self.params, values)}, **A.config_kwargs(choice[1])})
+        enter = leave = md = None
+        if self._runtime is not None:
+            enter, leave = A.hooks_set(self._runtime)
+            if (enter is not None or leave is not None) and self.compiled is not None and \
+                    self._runtime.launch_enter_hook is not None:  # as CompiledKernel.launch_metadata
+                md = A.launch_metadata(self.compiled, self.function, (gx, gy, gz), s, values)
+        run = self._launcher.dry_run if self._dry_run else self._launcher
+        return run(gx, gy, gz, s, self.function, self.spec.packed_metadata, md, enter, leave, *values)
+
+    def _failed(self, status, buf):
+        self._launcher._launch_failed(status, buf)
+
+
+# ---- the generated __call__ of each prepared launch ----
+def _general_call(p, *args, **kwargs):
+    return p.launch(*args, **kwargs)
+
+
+def _param_checks(p) -> list | None:
+    """What the generated fast path tests for each parameter, or None for no fast path."""
+    if p._needs_general_path():
+        return None
+    checks = []
+    aligned = frozenset(p.spec.aligned)
+    for i, (arg, value) in enumerate(zip(p.spec.args, p.values)):
+        path = (i,)
+        if arg.kind == "constexpr":
+            checks.append(("constexpr", value))
+        elif arg.kind == "pointer":
+            if value.__class__ is int or value is None:
+                return None  # prepared with an address: the general path checks new ones
+            try:
+                found = address_and_dtype(value)
+            except TypeError:
+                found = None
+            if found is None or not hasattr(value, "dtype"):
+                return None
+            checks.append(("pointer", (value.__class__, value.dtype, path in aligned)))
+        elif arg.type in S.INT_RANGES and arg.type not in ("i1", "u1"):
+            lo, hi = S.INT_RANGES[arg.type]
+            checks.append(("int", (lo, hi, path in aligned)))
+        elif arg.type in ("i1", "u1"):
+            checks.append(("bool", None))
+        elif arg.type in S.FLOATS:
+            checks.append(("float", None))
+        else:
+            return None
+    return checks
+
+
+def _prepared_class(p) -> type:
+    checks = _param_checks(p)
+    mode = "dry_run" if p._dry_run else "launch"
+    if checks is None:
+        return type("PreparedLaunch", (PreparedLaunch,), {"__call__": _general_call})
+    launcher = p._launcher
+    cls = type(launcher)
+    ffi, _ = driver.native()
+    ns = {
+        "pack_all": cls._namespace["pack_all"], "c_launch": cls._namespace["c_launch"],
+        "PLAN": cls._plan, "SIZE": p.spec.layout.size, "NULL": ffi.NULL, "OUT_SIZE": cls._out_size,
+        "new_out": cls._new_out, "split": cls._split, "FUNCTION": p.function, "stream": p._stream,
+        "GX": p.grid[0], "GY": p.grid[1], "GZ": p.grid[2], "GRID": p.grid_fn,
+        "PARAM_NAMES": [x.name for x in p.params],
+    }
+    if p._runtime is not None:
+        ns["RUNTIME"], ns["HOOK_CHAIN"] = p._runtime, A.hook_chain_type()
+    if p._bound is not None:
+        (handle, bound_launch, _), buf, _, _ = p._bound
+        ns.update(BOUND=handle, bound_launch=bound_launch, BUFFER=buf)
+    fn = codegen.generate_prepared(mode, checks, ns, callable_grid=p.grid_fn is not None)
+    return type("PreparedLaunch", (PreparedLaunch,), {"__call__": fn})

@@ -1,0 +1,290 @@
+"""Prepared launches on the CPU (dry run, any Triton 3.6-3.9).
+
+Kernels are compiled for the specialization Triton's JIT computes for the prepared arguments
+(triton._C.libtriton.native_specialize_impl), so each prepared launch holds a kernel exactly as
+kernel[grid] would have chosen it. Over generated argument sets, a call raises exactly when an
+assumption of that kernel is broken (judged here from Triton's own specialization of the new
+arguments, independently of launcher.specialization), and otherwise packs the bytes the JIT
+path's launcher packs. The fast path and the general path must agree on every call."""
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import kernels as K
+import launcher
+from launcher import CudaLauncher, triton_adapter as A
+from launcher.prepared import PreparedLaunch
+from launcher.specialization import AssumptionError
+from triton_compile import compile_cpu
+
+tl = pytest.importorskip("triton.language")
+
+
+class FakeTensor:
+    def __init__(self, ptr, dtype):
+        self.ptr, self.dtype = ptr, dtype
+
+    def data_ptr(self):
+        return self.ptr
+
+    def __repr__(self):
+        return f"FakeTensor({self.ptr:#x}, {self.dtype})"
+
+
+def native(value, specialize=True, align=True):
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    return native_specialize_impl(BaseBackend, value, False, specialize, align)
+
+
+def jit_specialization(fn, values):
+    """signature, constexprs and attrs Triton's JIT computes for a call of `fn`: its binder's
+    specialization, with constexprs and divisibility found at every path, tuples included."""
+    params = A.jit_parameters(fn)
+    signature, constexprs, attrs = {}, {}, {}
+
+    def walk(path, ty, attr, value):
+        if isinstance(ty, tuple):
+            for j, (t, a, v) in enumerate(zip(ty, attr, value)):
+                walk(path + (j,), t, a, v)
+        elif ty == "constexpr":
+            constexprs[path] = attr if len(path) == 1 else value
+        elif attr == "D":
+            attrs[path] = True
+
+    for i, (p, v) in enumerate(zip(params, values)):
+        if p.is_constexpr:
+            signature[p.name] = "constexpr"
+            constexprs[(i,)] = v
+            continue
+        ty, attr = native(v, not p.do_not_specialize, not p.do_not_specialize_on_alignment)
+        signature[p.name] = ty
+        walk((i,), ty, attr, v)
+    return signature, constexprs, attrs
+
+
+def compile_for_call(fn, values):
+    signature, constexprs, attrs = jit_specialization(fn, values)
+    return compile_cpu(fn, tuple(signature.items()), tuple(constexprs.items()), 90, tuple(attrs))
+
+
+def prepared(fn, values, grid=(4,), runtime=None):
+    ck = compile_for_call(fn, values)
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    return PreparedLaunch(spec, A.jit_parameters(fn), tuple(values), {}, grid, function=0xF00,
+                          stream=lambda: 0x5EA, runtime=runtime, compiled=ck, dry_run=True), ck
+
+
+def breaks(ck, fn, values) -> bool:
+    """Does a call break an assumption of `ck`? Triton's specialization of the call against ck's."""
+    new_sig, new_consts, new_attrs = jit_specialization(fn, values)
+    sig = dict(ck.src.signature)
+    consts = dict(ck.src.constants)
+    aligned = {k for k, v in ck.src.attrs.items() if v}
+    for i, p in enumerate(A.jit_parameters(fn)):
+        old, new = sig[p.name], new_sig[p.name]
+        if old == "constexpr":
+            a, b = consts[(i,)], new_consts.get((i,), object())
+            if type(a) is not type(b) or a != b:
+                return True
+            continue
+        if old.startswith("*"):
+            if new != old or ((i,) in aligned and (i,) not in new_attrs):
+                return True
+            continue
+        if old in ("i32", "i64", "u64"):
+            value = values[i]
+            if type(value) is not int:
+                return True
+            lo, hi = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1), "u64": (0, 2**64 - 1)}[old]
+            if not lo <= value <= hi or ((i,) in aligned and value % 16):
+                return True
+            continue
+        if new != old:
+            return True
+    return False
+
+
+# The prepared calls: each compiles the kernel Triton would compile for it.
+A0, A1 = 0x7F0000001000, 0x7F0000001004  # 16-byte aligned, 4-byte aligned
+PREPARED_ADD = [
+    (FakeTensor(A0, tl.float32), FakeTensor(A0, tl.float32), FakeTensor(A0, tl.float32), 1024, 256),
+    (FakeTensor(A1, tl.float32), FakeTensor(A0, tl.float32), FakeTensor(A0, tl.float32), 1000, 256),
+    (FakeTensor(A0, tl.float32), FakeTensor(A1, tl.float32), FakeTensor(A1, tl.float32), 2**40, 256),
+    (FakeTensor(A0, tl.float32), FakeTensor(A0, tl.float32), FakeTensor(A0, tl.float32), 1, 256),
+    (FakeTensor(A0, tl.float32), FakeTensor(A0, tl.float32), FakeTensor(A0, tl.float32), 2**63 + 16, 256),
+]
+
+ADDRESSES = st.sampled_from([A0, A1, A0 + 8, A0 + 16, 0x7F0000002000])
+TENSORS = st.builds(FakeTensor, ADDRESSES, st.sampled_from([tl.float32, tl.float32, tl.float16]))
+INTS = st.sampled_from([0, 1, 16, 17, 1024, 1000, -16, 2**31 - 1, 2**31, 2**40, -2**40, 2**63 + 16, 2**64 - 1])
+N = st.one_of(INTS, st.sampled_from([16.0, True]))
+BLOCK = st.sampled_from([256, 256, 256, 128, 256.0])
+
+
+@pytest.fixture(scope="module")
+def add_prepared():
+    return [prepared(K.add_kernel, values) for values in PREPARED_ADD]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, len(PREPARED_ADD) - 1), TENSORS, TENSORS, TENSORS, N, BLOCK)
+def test_a_new_call_raises_exactly_when_it_breaks_an_assumption(add_prepared, which, x, y, out, n, block):
+    p, ck = add_prepared[which]
+    values = (x, y, out, n, block)
+    try:
+        expected_break = breaks(ck, K.add_kernel, values)
+    except (OverflowError, TypeError):  # Triton cannot specialize it at all
+        expected_break = True
+    results = []
+    for call in (p, p.launch):  # the generated fast path and the general path
+        try:
+            results.append(("bytes", call(*values)))
+        except AssumptionError as e:
+            results.append(("refused", str(e)))
+        except (TypeError, OverflowError, ValueError) as e:
+            results.append(("error", f"{type(e).__name__}: {e}"))
+    assert results[0] == results[1], results
+    outcome, detail = results[0]
+    if expected_break:
+        assert outcome in ("refused", "error"), (values, results)
+        assert detail.startswith("kernel 'add_kernel': parameter '") or "kernel 'add_kernel'" in detail, detail
+    else:
+        assert outcome == "bytes", (values, results)
+        jit_path = CudaLauncher(ck.src, ck.metadata).dry_run(4, 1, 1, 0x5EA, 0xF00, p.spec.packed_metadata,
+                                                            None, None, None, *values)
+        assert detail == jit_path
+
+
+def test_the_same_arguments_pack_once_and_equal_the_jit_path(add_prepared):
+    for (p, ck), values in zip(add_prepared, PREPARED_ADD):
+        want = CudaLauncher(ck.src, ck.metadata).dry_run(4, 1, 1, 0x5EA, 0xF00, p.spec.packed_metadata,
+                                                        None, None, None, *values)
+        assert p() == want == p.launch() == p(*values)
+
+
+def test_trailing_constexprs_may_be_left_out_and_keywords_work(add_prepared):
+    p, _ = add_prepared[0]
+    x = FakeTensor(A0, tl.float32)
+    assert p(x, x, x, 32) == p(x, x, x, 32, 256) == p(x, x, x, n=32) == p(x, x, out_ptr=x, n=32, BLOCK=256)
+    with pytest.raises(AssumptionError, match="parameter 'BLOCK': the kernel was compiled for the constexpr 256, got 128"):
+        p(x, x, x, 32, BLOCK=128)
+    with pytest.raises(TypeError, match="parameter 'n' is missing"):
+        p(x, x, x)
+    with pytest.raises(TypeError, match="takes 5 arguments"):
+        p(x, x, x, 32, 256, 7)
+    with pytest.raises(AssumptionError, match="option 'num_warps' was prepared as"):
+        p(x, x, x, 32, num_warps=8)
+
+
+def test_the_fast_path_is_generated_and_visible(add_prepared):
+    import inspect
+
+    p, _ = add_prepared[0]
+    source = inspect.getsource(type(p).__call__)
+    assert source.startswith("def __call__(_p, *args, **kwargs):") and ".data_ptr()" in source
+
+
+def test_a_callable_grid_is_evaluated_with_the_new_arguments():
+    grid = lambda meta: (meta["n"] // meta["BLOCK"], 1, 1)  # noqa: E731
+    x = FakeTensor(A0, tl.float32)
+    p, ck = prepared(K.add_kernel, (x, x, x, 1024, 256), grid=grid)
+    assert p.grid == (4, 1, 1)
+    seen = []
+    p._launcher = _Recorder(p._launcher, seen)  # the general path's launcher call records its grid
+    p.launch(x, x, x, 2048)
+    assert seen[-1][:3] == (8, 1, 1)
+
+
+class _Recorder:
+    def __init__(self, inner, seen):
+        self.inner, self.seen = inner, seen
+
+    def dry_run(self, *call):
+        self.seen.append(call)
+        return self.inner.dry_run(*call)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_launch_hooks_run_when_set_and_the_default_empty_chains_count_as_unset():
+    from triton import knobs
+
+    x = FakeTensor(A0, tl.float32)
+    p, _ = prepared(K.add_kernel, (x, x, x, 1024, 256), runtime=knobs.runtime)
+    seen = []
+    saved = knobs.runtime.launch_enter_hook
+    try:
+        assert p() and not seen
+        knobs.runtime.launch_enter_hook.add(lambda md: seen.append(md.get()["name"]))
+        p(x, x, x, 16)
+        p()
+        assert seen == ["add_kernel", "add_kernel"]
+    finally:
+        knobs.runtime.launch_enter_hook = saved
+        saved.calls.clear()
+
+
+def test_tuples_and_scalars_go_through_the_general_path_and_check():
+    values = (FakeTensor(A0, tl.float32), (FakeTensor(A0, tl.float32), 16, 3), ((FakeTensor(A0, tl.float32), 4), (1, 0.5)), 2, 1.5)
+    p, ck = prepared(K.tuple_kernel, values)
+    assert p(*values) == CudaLauncher(ck.src, ck.metadata).dry_run(4, 1, 1, 0x5EA, 0xF00, p.spec.packed_metadata,
+                                                                   None, None, None, *values)
+    bad = (values[0], (FakeTensor(A1, tl.float32), 16, 3)) + values[2:]
+    with pytest.raises(AssumptionError, match=r"parameter 't\[0\]': the kernel was compiled for a pointer divisible by 16"):
+        p(*bad)
+    p(values[0], (values[1][0], 16, 4), *values[2:])  # t[2] is an i32 here: 3 is no constexpr
+    with pytest.raises(AssumptionError, match=r"parameter 'nested\[1\]\[0\]': the kernel was compiled for the constexpr 1, got 2"):
+        p(values[0], values[1], ((values[2][0][0], 4), (2, 0.5)), *values[3:])
+
+
+def test_a_kernel_with_unknown_assumptions_cannot_be_prepared():
+    x = FakeTensor(A0, tl.float32)
+    ck = compile_for_call(K.add_kernel, (x, x, x, 1024, 256))
+    spec = A.spec_from_triton(ck.src, ck.metadata).derive(aligned=None, constants=None)  # as from a PTX source
+    with pytest.raises(AssumptionError, match="is not known"):
+        PreparedLaunch(spec, A.jit_parameters(K.add_kernel), (x, x, x, 1024, 256), {}, (1,), function=0,
+                       stream=lambda: 0, dry_run=True)
+
+
+def test_prepare_is_public():
+    assert launcher.prepare is launcher.prepared.prepare
+    assert issubclass(launcher.AssumptionError, ValueError)
+
+
+def test_heuristics_are_evaluated_again_and_must_choose_the_same_constexprs():
+    import triton
+
+    h = triton.heuristics(values={"BLOCK": lambda a: 256 if a["n"] <= 4096 else 1024})(K.add_kernel)
+    x = FakeTensor(A0, tl.float32)
+    ck = compile_for_call(K.add_kernel, (x, x, x, 1024, 256))
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    p = PreparedLaunch(spec, A.jit_parameters(K.add_kernel), (x, x, x, 1024, 256), {}, (4,), function=0,
+                       stream=lambda: 0, compiled=ck, dry_run=True, layers=(("heuristics", h, {"BLOCK": 256}),))
+    assert p(x, x, x, 2048) == p.launch(x, x, x, 2048)
+    with pytest.raises(AssumptionError, match=r"@triton.heuristics choose BLOCK=1024 for these arguments; "
+                                              r"the prepared kernel has BLOCK=256"):
+        p(x, x, x, 8192)
+
+
+def test_an_autotune_key_that_chooses_another_config_is_refused():
+    import triton
+
+    tuner = triton.autotune(configs=[triton.Config({"BLOCK": 256}), triton.Config({"BLOCK": 512})], key=["n"])(K.add_kernel)
+    x = FakeTensor(A0, tl.float32)
+    ck = compile_for_call(K.add_kernel, (x, x, x, 1024, 256))
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    key = A.autotune_key(tuner, (x, x, x, 1024), {})
+    assert key == (1024, "fp32", "fp32", "fp32")
+    tuner.cache[key] = tuner.configs[0]
+    tuner.cache[(2048, "fp32", "fp32", "fp32")] = tuner.configs[0]
+    tuner.cache[(4096, "fp32", "fp32", "fp32")] = tuner.configs[1]
+    p = PreparedLaunch(spec, A.jit_parameters(K.add_kernel), (x, x, x, 1024, 256), {}, (4,), function=0,
+                       stream=lambda: 0, compiled=ck, dry_run=True,
+                       layers=(("autotune", tuner, (key, tuner.configs[0])),))
+    p(x, x, x, 2048)  # another key, the same config
+    with pytest.raises(AssumptionError, match=r"@triton.autotune key \(4096, .*\) chooses BLOCK: 512"):
+        p(x, x, x, 4096)
+    with pytest.raises(AssumptionError, match=r"key \(8192, .*\) was never tuned"):
+        p(x, x, x, 8192)
