@@ -18,6 +18,13 @@ from launcher.spec import Conventions, LaunchSpec, SpecError
 from launcher.tensormap import TensorMap
 
 
+def fast_dispatch_stats() -> dict:
+    """The guarded fast path's counters: hits, misses and fallbacks with their reasons."""
+    from launcher import fast_dispatch
+
+    return fast_dispatch.stats()
+
+
 def clear_pointer_cache() -> None:
     """Forget the device memory ranges that pointer checks remember (in every thread).
 
@@ -34,5 +41,5 @@ __version__ = "0.1.0"
 __all__ = [
     "AssumptionError", "BoundLaunch", "Conventions", "CudaDriverNotFound", "CudaError", "CudaLauncher", "LaunchSpec",
     "ModuleCache", "PlanError", "PreparedLaunch", "SharedMemoryError", "SpecError", "TensorMap", "UnsupportedKernel",
-    "clear_pointer_cache", "install", "installed", "is_installed", "module_cache", "prepare", "uninstall",
+    "clear_pointer_cache", "fast_dispatch_stats", "install", "installed", "is_installed", "module_cache", "prepare", "uninstall",
 ]

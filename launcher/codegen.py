@@ -269,3 +269,105 @@ def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
     fn = ns["__call__"]
     fn.__qualname__ = "PreparedLaunch.__call__ (generated)"
     return fn
+
+
+# -- the guarded fast path in front of kernel[grid] (launcher.fast_dispatch) --
+GUARD_TEMPLATE = '''\
+def run({params}, *, grid, warmup, **_lg_options):
+    """kernel[grid](...) through launcher's guard: the compiled kernel Triton chose for this
+    call's key, launched directly; anything else takes Triton's own path (generated for {name})."""
+    if warmup or _lg_JIT.pre_run_hooks or _lg_RT.add_stages_inspection_hook is not None:
+        return _lg_fallback("warmup, pre-run hooks or a stages hook", grid, warmup, _lg_options, ({names}))
+    try:
+        _lg_okey = frozenset(_lg_options.items()) if _lg_options else ()
+        _lg_dev = _lg_DEVICE()
+{classify}        _lg_key = (_lg_dev, _lg_JIT.debug, _lg_KNOBS(), _lg_okey, {keys})
+        _lg_e = _lg_ENTRIES.get(_lg_key)
+    except _lg_NoKey as _lg_reason:
+        return _lg_fallback(str(_lg_reason), grid, warmup, _lg_options, ({names}))
+    except TypeError:
+        return _lg_fallback("an argument that cannot be a key (unhashable)", grid, warmup, _lg_options, ({names}))
+    if _lg_e is None or _lg_e[0] is not _lg_JIT.hash or _lg_e[1] is not (_lg_JIT.device_caches.get(_lg_dev) or _lg_NO_CACHES)[0]:
+        return _lg_miss(_lg_key, _lg_dev, grid, warmup, _lg_options, ({names}))
+    if _lg_JIT.used_global_vals:
+        _lg_check_globals(_lg_JIT)
+    if grid.__class__ is tuple:
+        _lg_g = grid
+    elif callable(grid):
+        _lg_g = grid({{{bound}}})
+    else:
+        _lg_g = grid
+    _lg_n = len(_lg_g)
+    _lg_stream = _lg_STREAM(_lg_dev)
+    _lg_ck = _lg_e[2]
+    _lg_enter, _lg_leave = _lg_RT.launch_enter_hook, _lg_RT.launch_exit_hook
+    if (_lg_enter is not None and (_lg_enter.__class__ is not _lg_HOOK_CHAIN or _lg_enter.calls)) or \\
+            (_lg_leave is not None and (_lg_leave.__class__ is not _lg_HOOK_CHAIN or _lg_leave.calls)):
+        _lg_md = _lg_ck.launch_metadata(_lg_g, _lg_stream, {names})
+    else:
+        _lg_md = _lg_enter = _lg_leave = None
+    _lg_HITS[0] += 1
+    _lg_e[3](_lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_e[4], _lg_e[5], _lg_md, _lg_enter, _lg_leave, {names})
+    return _lg_ck
+'''
+
+_INT_KEY = '''\
+        elif _lg_c is int:
+            if {spec1}{a} == 1:
+                {k} = 1
+            elif -2147483648 <= {a} <= 2147483647:
+                {k} = {i32}
+            elif -9223372036854775808 <= {a} <= 9223372036854775807:
+                {k} = {i64}
+            elif 0 <= {a} <= 18446744073709551615:
+                {k} = {u64}
+            else:
+                raise _lg_NoKey("an integer beyond 64 bits")
+'''
+
+
+def generate_guard(name: str, params, namespace: dict):
+    """The `run` of one @triton.jit function behind the guard. params: (name, is_constexpr,
+    specialize, align) per parameter, in order, with defaults in namespace as _lg_DEFAULT_<i>."""
+    lines, keys, names = [], [], []
+    sig = []
+    for i, (pname, is_constexpr, specialize, align) in enumerate(params):
+        a, k = pname, f"_lg_k{i}"
+        names.append(a)
+        sig.append(f"{a}=_lg_DEFAULT_{i}" if f"_lg_DEFAULT_{i}" in namespace else a)
+        keys.append(k)
+        if is_constexpr:  # by value (and type: 1, 1.0 and True are different constexprs)
+            lines.append(f"        {k} = ({a}.__class__, {a})")
+            continue
+        lines.append(f"        _lg_c = {a}.__class__")
+        lines.append(f"        if _lg_c is _lg_TENSOR:")
+        if specialize and align:
+            lines.append(f"            {k} = ({a}.dtype, not {a}.data_ptr() & 15)")
+        else:
+            lines.append(f"            {k} = ({a}.dtype, {None if not specialize else 'False'})")
+        if specialize:
+            codes = {"i32": 2, "i64": 4, "u64": 6} if align else {"i32": 3, "i64": 5, "u64": 7}
+            align_bit = f" + ({a} & 15 != 0)" if align else ""
+            lines.append(_INT_KEY.format(a=a, k=k, spec1="", i32=f"{codes['i32']}{align_bit}",
+                                         i64=f"{codes['i64']}{align_bit}", u64=f"{codes['u64']}{align_bit}").rstrip("\n"))
+        else:  # do_not_specialize: the type alone, and 1 stays an integer
+            lines.append(_INT_KEY.format(a=a, k=k, spec1="False and ", i32="8", i64="9", u64="10").rstrip("\n"))
+        lines.append(f"        elif _lg_c is float:")
+        lines.append(f"            {k} = 'f'")
+        lines.append(f"        elif _lg_c is bool:")
+        lines.append(f"            {k} = 'b'")
+        lines.append(f"        elif {a} is None:")
+        lines.append(f"            {k} = 'N'")
+        lines.append(f"        else:")
+        lines.append(f"            {k} = _lg_classify({a}, {specialize}, {align})")
+    bound = ", ".join(f"{n!r}: {n}" for n in names)
+    source = GUARD_TEMPLATE.format(params=", ".join(sig), name=name, names=", ".join(names) + ("," if len(names) == 1 else ""),
+                                   classify="".join(x + "\n" for x in lines), keys=", ".join(keys), bound=bound)
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    filename = f"<launcher generated guard {digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    ns = dict(namespace)
+    exec(compile(source, filename, "exec"), ns)
+    fn = ns["run"]
+    fn.__qualname__ = f"{name}.run (launcher guard, generated)"
+    return fn

@@ -88,18 +88,37 @@ def _unwrap(utils):
     return utils._stock if isinstance(utils, _StockUtilsAfterUninstall) else utils
 
 
-def install(*, fence_check: str | None = None) -> None:
+def _fast_dispatch_wanted(fast_dispatch: bool | None) -> bool:
+    if fast_dispatch is not None:
+        if not isinstance(fast_dispatch, bool):
+            raise TypeError(f"install(fast_dispatch=...) takes True or False, got {fast_dispatch!r}")
+        return fast_dispatch
+    value = os.environ.get("LAUNCHER_FAST_DISPATCH", "").strip().lower()
+    if value not in ("", "0", "1", "false", "true", "off", "on"):
+        raise ValueError(f"LAUNCHER_FAST_DISPATCH must be 0 or 1, got {value!r}")
+    return value in ("1", "true", "on")
+
+
+def install(*, fence_check: str | None = None, fast_dispatch: bool | None = None) -> None:
     """Make Triton launch and load every kernel loaded from now on through this package.
 
     fence_check: "off", "warn" (default) or "error" — what to do when a kernel's IR shows a
     missing proxy fence (see launcher.fence); defaults to $LAUNCHER_FENCE_CHECK.
+    fast_dispatch: put launcher's guard in front of every @triton.jit kernel's dispatch
+    (launcher.fast_dispatch); defaults to $LAUNCHER_FAST_DISPATCH=1. On an installed launcher
+    it switches the guard on or off.
     """
+    from launcher import fast_dispatch as guard
+
     with _lock:
         policy = _fence_policy(fence_check)
         if _state:
             if fence_check is not None:
                 _state["fence"].policy = policy
+            if fast_dispatch is not None:
+                guard.enable() if fast_dispatch else guard.disable()
             return
+        wants_guard = _fast_dispatch_wanted(fast_dispatch)
         if not triton_adapter.is_supported():
             lo, hi = triton_adapter.SUPPORTED
             raise RuntimeError(f"launcher supports Triton {lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}, "
@@ -136,12 +155,17 @@ def install(*, fence_check: str | None = None) -> None:
             d.utils = utils
             d.launcher_cls = CudaLauncher
         _add_load_hook(knobs, hook)
-        log.debug("launcher installed (fence check: %s)", policy)
+        if wants_guard:
+            guard.enable()
+        log.debug("launcher installed (fence check: %s, fast dispatch: %s)", policy, wants_guard)
 
 
 def uninstall() -> None:
     """Restore Triton's stock launcher and utilities."""
+    from launcher import fast_dispatch
+
     with _lock:
+        fast_dispatch.disable()
         if not _state:
             return
         nv = _state["nv"]
@@ -165,11 +189,14 @@ def uninstall() -> None:
 
 
 @contextlib.contextmanager
-def installed(*, fence_check: str | None = None):
+def installed(*, fence_check: str | None = None, fast_dispatch: bool | None = None):
     """`with launcher.installed(): ...` — install for the block, then restore what was there."""
+    from launcher import fast_dispatch as guard
+
     was = is_installed()
     policy = _state["fence"].policy if was else None
-    install(fence_check=fence_check)
+    guarded = guard.enabled()
+    install(fence_check=fence_check, fast_dispatch=fast_dispatch)
     try:
         yield
     finally:
@@ -177,6 +204,7 @@ def installed(*, fence_check: str | None = None):
             uninstall()
         elif _state:
             _state["fence"].policy = policy
+            guard.enable() if guarded else guard.disable()
 
 
 def _add_load_hook(knobs, hook) -> None:

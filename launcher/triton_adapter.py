@@ -372,3 +372,37 @@ def launch_metadata(compiled, function: int, grid, stream: int, values: tuple):
 def compiled_binary(compiled) -> tuple:
     """(kernel name, cubin bytes) of a CompiledKernel."""
     return compiled.name, compiled.kernel
+
+
+def jit_function_class():
+    from triton.runtime.jit import JITFunction
+
+    return JITFunction
+
+
+def dispatch_knobs_reader():
+    """A function returning the knobs that enter Triton's JIT cache key on this release (debug,
+    instrumentation mode; 3.9: fpsan casts), read as JITFunction.run reads them on every call."""
+    from triton import knobs
+
+    runtime, compilation = knobs.runtime, knobs.compilation
+    if hasattr(type(compilation), "fpsan_homomorphic_casts"):
+        return lambda: (runtime.debug, compilation.instrumentation_mode, compilation.fpsan_homomorphic_casts)
+    return lambda: (runtime.debug, compilation.instrumentation_mode)
+
+
+def device_and_stream_getters() -> tuple:
+    """(get_current_device(), get_current_stream(device)) of Triton's active driver."""
+    from triton.runtime.driver import driver as rt
+
+    active = rt.active
+    return active.get_current_device, active.get_current_stream
+
+
+def check_used_globals(jit_fn) -> None:
+    """Triton's check (JITFunction.run) that the globals a kernel used have not changed."""
+    missing = object()
+    for (name, _), (val, globals_dict) in jit_fn.used_global_vals.items():
+        if (new := globals_dict.get(name, missing)) != val:
+            raise RuntimeError(f"Global variable {name} has changed since we compiled this kernel, "
+                               f"from {val} to {new}")

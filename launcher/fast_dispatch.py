@@ -1,0 +1,167 @@
+"""A guarded fast path in front of every @triton.jit kernel's `kernel[grid](...)`, with no
+change to user code: `launcher.install(fast_dispatch=True)` or `LAUNCHER_FAST_DISPATCH=1`.
+
+Triton's dispatch (JITFunction.run) binds the arguments, specializes each one, builds a cache
+key, looks the compiled kernel up, checks its globals, evaluates the grid, builds the launch
+metadata and calls the launcher. The guard computes, with code generated for each kernel's
+signature (launcher.codegen.generate_guard), a key of only what decides which compiled kernel
+Triton would choose:
+- constexprs and launch options by value (and type);
+- integers by class: equal to 1, the i32 / i64 / u64 range, divisible by 16 (only the range
+  for do_not_specialize parameters; no divisibility for do_not_specialize_on_alignment);
+- floats, bools and None by type; tensors by dtype and by whether data_ptr() is divisible by 16;
+- tuples element by element; the current device; the knobs that enter Triton's key.
+Anything else (tensor descriptors, unknown types) gives no key and the call takes Triton's path.
+
+On a hit the guard launches the compiled kernel recorded for that key, through its launcher:
+the grid is evaluated as Triton evaluates it, the stream is the current one, the globals the
+kernel used are checked, and the launch hooks run with Triton's launch metadata when they are
+set. On a miss the call takes Triton's full path, and the kernel Triton chose is recorded for
+the key. A change to the kernel's source (its hash), clearing its caches, pre-run hooks or a
+stages-inspection hook send calls to Triton's path. Under @triton.autotune and
+@triton.heuristics the guard sits beneath their own choice: they run as in Triton
+(reset_to_zero, restore_value and pre-hooks included) and call the guarded kernel.
+"""
+from __future__ import annotations
+
+import collections
+import sys
+import threading
+import weakref
+
+from launcher import codegen, triton_adapter as A
+from launcher.specialization import triton_type
+
+_lock = threading.Lock()
+_state: dict = {}  # while enabled: the original JITFunction.run
+_guards: "weakref.WeakSet" = weakref.WeakSet()
+_fallbacks: collections.Counter = collections.Counter()
+_misses = [0]
+_NO_CACHES = (None,)
+
+
+class NoKey(Exception):
+    """The call has an argument the guard does not key (it takes Triton's path)."""
+
+
+def enabled() -> bool:
+    return bool(_state)
+
+
+def enable() -> None:
+    """Put the guard in front of every JITFunction's run (existing ones too)."""
+    with _lock:
+        if _state:
+            return
+        jit_cls = A.jit_function_class()
+        _state["cls"], _state["run"] = jit_cls, jit_cls.run
+        jit_cls.run = _first_run
+
+
+def disable() -> None:
+    """Take the guard away: every JITFunction runs Triton's own dispatch again."""
+    with _lock:
+        if not _state:
+            return
+        _state["cls"].run = _state["run"]
+        for guard in list(_guards):
+            guard.jit.__dict__.pop("run", None)
+        _guards.clear()
+        _state.clear()
+
+
+def stats() -> dict:
+    """Hits, misses and fallbacks (with their reasons) since the guard was first enabled."""
+    hits = sum(g.hits[0] for g in list(_guards))
+    return {"enabled": enabled(), "guarded kernels": len(_guards), "hits": hits, "misses": _misses[0],
+            "fallbacks": dict(_fallbacks)}
+
+
+def _first_run(self, *args, grid, warmup, **kwargs):
+    """JITFunction.run while the guard is on: make this kernel's guard, then run it."""
+    run = self.__dict__.get("run")
+    if run is None:
+        run = Guard(self, _state["run"]).run
+    return run(*args, grid=grid, warmup=warmup, **kwargs)
+
+
+def classify(value, specialize: bool, align: bool):
+    """The key of an argument the generated code does not handle inline (tuples, tensors of
+    other classes, constexpr objects), or NoKey."""
+    if isinstance(value, tuple):
+        return tuple(classify(v, True, True) for v in value)  # Triton specializes items fully
+    if hasattr(value, "block_shape") and hasattr(value, "base"):
+        raise NoKey("a tensor descriptor")
+    try:
+        ty, attr = triton_type(value, specialize=specialize, align=align)
+    except (TypeError, OverflowError) as e:
+        raise NoKey(f"an argument Triton cannot specialize here ({type(value).__name__})") from e
+    if ty == "constexpr":
+        return ("constexpr", value.__class__, value)  # by value; a JIT function by identity
+    dtype = getattr(value, "dtype", None)
+    return (ty, dtype if dtype is not None else None, attr)
+
+
+class Guard:
+    """One JITFunction's guard: its generated run, its recorded kernels and its counters."""
+
+    def __init__(self, jit, original, *, device=None, stream=None):
+        """original: Triton's JITFunction.run; device, stream: the current-device and
+        current-stream getters (Triton's active driver's by default)."""
+        self.jit = jit
+        self.original = original
+        self._getters = (device, stream)
+        self.entries: dict = {}
+        self.hits = [0]
+        params = A.jit_parameters(jit)
+        if any(p.name.startswith("_lg_") or p.name in ("grid", "warmup") for p in params):
+            self.run = self._unguarded
+        else:
+            self.run = codegen.generate_guard(getattr(jit, "__name__", "kernel"),
+                                              [(p.name, p.is_constexpr, not p.do_not_specialize,
+                                                not p.do_not_specialize_on_alignment) for p in params],
+                                              self._namespace(params))
+        jit.__dict__["run"] = self.run
+        _guards.add(self)
+
+    def _namespace(self, params) -> dict:
+        device, stream = self._getters if self._getters[0] is not None else A.device_and_stream_getters()
+        torch = sys.modules.get("torch")
+        ns = {
+            "_lg_JIT": self.jit, "_lg_RT": A.runtime_knobs(), "_lg_DEVICE": device, "_lg_STREAM": stream,
+            "_lg_KNOBS": A.dispatch_knobs_reader(), "_lg_ENTRIES": self.entries, "_lg_NoKey": NoKey,
+            "_lg_fallback": self._fallback, "_lg_miss": self._miss, "_lg_NO_CACHES": _NO_CACHES,
+            "_lg_check_globals": A.check_used_globals, "_lg_HOOK_CHAIN": A.hook_chain_type(),
+            "_lg_HITS": self.hits, "_lg_classify": classify,
+            "_lg_TENSOR": torch.Tensor if torch is not None else _NoTensor,
+        }
+        for i, p in enumerate(params):
+            if p.default is not A.EMPTY:
+                ns[f"_lg_DEFAULT_{i}"] = p.default
+        return ns
+
+    def _unguarded(self, *args, grid, warmup, **kwargs):
+        _fallbacks["a parameter name the guard cannot use"] += 1
+        return self.original(self.jit, *args, grid=grid, warmup=warmup, **kwargs)
+
+    def _fallback(self, reason, grid, warmup, options, values):
+        if not warmup:
+            _fallbacks[reason] += 1
+        return self.original(self.jit, *values, grid=grid, warmup=warmup, **options)
+
+    def _miss(self, key, device, grid, warmup, options, values):
+        _misses[0] += 1
+        kernel = self.original(self.jit, *values, grid=grid, warmup=warmup, **options)
+        jit = self.jit
+        caches = jit.device_caches.get(device)
+        run = getattr(kernel, "_run", None)
+        if run is not None and caches is not None and jit.hash is not None and getattr(kernel, "function", None):
+            with _lock:
+                if len(self.entries) >= 1024:
+                    self.entries.clear()
+                self.entries[key] = (jit.hash, caches[0], kernel, run, kernel.function, kernel.packed_metadata)
+        return kernel
+
+
+class _NoTensor:
+    """Stands for torch.Tensor where torch is not imported: no argument is of this class."""

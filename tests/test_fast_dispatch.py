@@ -1,0 +1,228 @@
+"""The guarded fast path on the CPU (dry run, any Triton 3.6-3.9).
+
+Triton's own dispatch is played here by `CpuTriton`: Triton's binder and cache key
+(create_function_from_signature, compute_cache_key, _pack_args) choose the kernel, compiled on
+the CPU for exactly that specialization, and "launching" it records the bytes its launcher would
+pack (a dry run). Over generated calls the guard, in front of it, must launch the kernel
+Triton's key chooses, with the bytes Triton's path packs, whether the call hits or misses."""
+import collections
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import launcher
+from launcher import CudaLauncher, fast_dispatch
+from launcher.fast_dispatch import Guard
+
+triton = pytest.importorskip("triton")
+tl = triton.language
+
+
+@triton.jit(do_not_specialize=["m"], do_not_specialize_on_alignment=["k"])
+def guard_kernel(x, n, m, k, scale, t, opt, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs, mask=offs < n)
+    tl.store(x + offs, v * scale + m + k + t[1], mask=offs < n)
+    tl.store(t[0] + offs, v, mask=offs < n)
+    if opt is not None:
+        tl.store(opt + offs, v, mask=offs < n)
+
+
+class FakeTensor:
+    def __init__(self, ptr, dtype):
+        self.ptr, self.dtype = ptr, dtype
+
+    def data_ptr(self):
+        return self.ptr
+
+    def __repr__(self):
+        return f"FakeTensor({self.ptr:#x})"
+
+
+class CpuTriton:
+    """Triton's JITFunction.run on the CPU: its key chooses the kernel; the launch is a dry run."""
+
+    def __init__(self):
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import make_backend
+
+        self.target = GPUTarget("cuda", 90, 32)
+        self.backend = make_backend(self.target)
+        self.kernels = {}  # Triton's cache key -> compiled kernel
+        self.launched = []  # (Triton's key, bytes) of every launch
+        self.runs = 0
+
+    def triton_key(self, jit, args, kwargs):
+        from triton.runtime.jit import compute_cache_key, create_function_from_signature
+
+        kwargs = dict(kwargs)
+        kwargs["debug"] = kwargs.get("debug", jit.debug) or triton.knobs.runtime.debug
+        kwargs["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
+        if hasattr(type(triton.knobs.compilation), "fpsan_homomorphic_casts"):
+            kwargs["fpsan_homomorphic_casts"] = triton.knobs.compilation.fpsan_homomorphic_casts
+        binder = create_function_from_signature(jit.signature, jit.params, self.backend)
+        bound, specialization, options = binder(*args, **kwargs)
+        return compute_cache_key({}, specialization, options), bound, specialization, options, kwargs
+
+    def run(self, jit, *args, grid, warmup, **kwargs):  # what the guard calls as Triton's path
+        self.runs += 1
+        key, bound, specialization, options, kwargs = self.triton_key(jit, args, kwargs)
+        kernel = self.kernels.get(key)
+        if kernel is None:
+            opts, signature, constexprs, attrs = jit._pack_args(self.backend, kwargs, bound, specialization, options)
+            src = triton.compiler.ASTSource(jit, signature, constexprs, attrs)
+            ck = triton.compile(src, target=self.target, options=opts.__dict__)
+            kernel = self.kernels[key] = Compiled(ck, key, self)
+        jit.cache_key  # Triton computes the kernel's hash when it compiles
+        jit.device_caches[0] = ({key: kernel}, None, None, None, None)
+        if not warmup:
+            g = grid(bound) if callable(grid) else grid
+            g = (tuple(g) + (1, 1))[:3]
+            kernel._run(*g, 0x5EA, kernel.function, kernel.packed_metadata, None, None, None, *bound.values())
+        return kernel
+
+
+class Compiled:
+    """A CompiledKernel as the guard sees it: its launcher (a dry run that records), handles."""
+
+    def __init__(self, ck, key, triton_):
+        self.ck, self.key = ck, key
+        self.function = 0xF00 + len(triton_.kernels)
+        self.packed_metadata = ck.packed_metadata
+        inner = CudaLauncher(ck.src, ck.metadata)
+
+        def run(*call):
+            triton_.launched.append((key, inner.dry_run(*call)))
+
+        self._run = run
+
+    def launch_metadata(self, grid, stream, *args):
+        return None
+
+
+A0, A1 = 0x7F0000001000, 0x7F0000001004
+TENSORS = st.builds(FakeTensor, st.sampled_from([A0, A1]), st.just(tl.float32))
+INTS = st.sampled_from([1, 16, 17, 2**31, 2**63 + 16])
+SMALL = st.sampled_from([1, 16, 2**40])
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    triton_ = CpuTriton()
+    guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
+    yield triton_, guard
+    guard_kernel.__dict__.pop("run", None)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(TENSORS, INTS, SMALL, SMALL, st.sampled_from([0.5, 2.0]), st.tuples(TENSORS, st.sampled_from([1, 16])),
+       st.one_of(st.none(), TENSORS), st.sampled_from([64, 128]), st.booleans())
+def test_the_guard_launches_the_kernel_triton_chooses_with_its_bytes(cpu, x, n, m, k, scale, t, opt, block, as_kw):
+    triton_, guard = cpu
+    if as_kw:  # the same call with keywords
+        args, kwargs = (x,), dict(n=n, m=m, k=k, scale=scale, t=t, opt=opt, BLOCK=block)
+    else:
+        args, kwargs = (x, n, m, k, scale, t, opt), {"BLOCK": block}
+    want_key = triton_.triton_key(guard_kernel, args, kwargs)[0]
+    before = len(triton_.launched)
+    kernel = guard.run(*args, grid=(2,), warmup=False, **kwargs)
+    assert kernel.key == want_key, "the guard returned another kernel than Triton's key chooses"
+    assert len(triton_.launched) == before + 1
+    launched_key, got = triton_.launched[-1]
+    assert launched_key == want_key
+    values = (x, n, m, k, scale, t, opt, block)
+    want = CudaLauncher(kernel.ck.src, kernel.ck.metadata).dry_run(2, 1, 1, 0x5EA, kernel.function,
+                                                                   kernel.packed_metadata, None, None, None, *values)
+    assert got == want
+
+
+def test_a_repeated_call_hits_without_triton(cpu):
+    triton_, guard = cpu
+    x = FakeTensor(A0, tl.float32)
+    args = (x, 16, 1, 1, 0.5, (x, 16), None)
+    guard.run(*args, grid=(1,), warmup=False, BLOCK=64)
+    runs, hits = triton_.runs, guard.hits[0]
+    for _ in range(5):
+        guard.run(*args, grid=(1,), warmup=False, BLOCK=64)
+    assert triton_.runs == runs and guard.hits[0] == hits + 5
+
+
+def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
+    triton_, guard = cpu
+    x = FakeTensor(A0, tl.float32)
+    args = (x, 16, 1, 1, 0.5, (x, 16), None)
+    call = lambda **kw: guard.run(*args, grid=(1,), warmup=False, BLOCK=64, **kw)  # noqa: E731
+    call()
+    runs = triton_.runs
+    guard_kernel.hash = None  # what _unsafe_update_src does to a changed source
+    call()
+    assert triton_.runs == runs + 1
+    guard_kernel.device_caches.clear()  # clearing the kernel's cache
+    call()
+    assert triton_.runs == runs + 2
+    call(num_warps=8)  # another launch option is another key
+    assert triton_.runs == runs + 3
+    saved = triton.knobs.runtime.debug
+    try:
+        triton.knobs.runtime.debug = True  # a knob in Triton's cache key
+        call()
+        assert triton_.runs == runs + 4
+    finally:
+        triton.knobs.runtime.debug = saved
+    guard_kernel.pre_run_hooks.append(lambda *a, **k: None)
+    try:
+        before = dict(fast_dispatch._fallbacks)
+        call()
+        assert triton_.runs == runs + 5
+        assert fast_dispatch._fallbacks["warmup, pre-run hooks or a stages hook"] == \
+            before.get("warmup, pre-run hooks or a stages hook", 0) + 1
+    finally:
+        guard_kernel.pre_run_hooks.clear()
+
+
+def test_an_unkeyable_argument_takes_tritons_path(cpu):
+    triton_, guard = cpu
+    x = FakeTensor(A0, tl.float32)
+    runs = triton_.runs
+    before = collections.Counter(fast_dispatch._fallbacks)
+    with pytest.raises(Exception):  # Triton's own path refuses a string: its error, not ours
+        guard.run(x, "sixteen", 1, 1, 0.5, (x, 16), None, grid=(1,), warmup=False, BLOCK=64)
+    assert triton_.runs == runs + 1
+    assert sum(fast_dispatch._fallbacks.values()) == sum(before.values()) + 1
+
+
+def test_the_generated_guard_is_visible():
+    import inspect
+
+    source = inspect.getsource(guard_kernel.__dict__["run"]) if "run" in guard_kernel.__dict__ else None
+    assert source is None or source.startswith("def run(x, n, m, k, scale, t, opt, BLOCK, *, grid, warmup")
+
+
+def test_stats_and_enable_disable_are_public():
+    assert launcher.fast_dispatch_stats()["enabled"] in (True, False)
+    assert set(launcher.fast_dispatch_stats()) >= {"hits", "misses", "fallbacks"}
+
+
+def test_install_puts_the_guard_in_front_of_every_jit_function_and_uninstall_removes_it(monkeypatch):
+    from triton.runtime.jit import JITFunction
+
+    original = JITFunction.run
+    launcher.uninstall()
+    try:
+        launcher.install(fast_dispatch=True)
+        assert JITFunction.run is fast_dispatch._first_run and launcher.fast_dispatch_stats()["enabled"]
+        launcher.install(fast_dispatch=False)  # switched off on an installed launcher
+        assert JITFunction.run is original
+        launcher.install(fast_dispatch=True)
+    finally:
+        launcher.uninstall()
+    assert JITFunction.run is original and not launcher.fast_dispatch_stats()["enabled"]
+    monkeypatch.setenv("LAUNCHER_FAST_DISPATCH", "1")
+    try:
+        launcher.install()
+        assert JITFunction.run is fast_dispatch._first_run
+    finally:
+        launcher.uninstall()
+    with pytest.raises(TypeError, match="fast_dispatch"):
+        launcher.install(fast_dispatch="yes")
+    launcher.uninstall()
