@@ -1,0 +1,13 @@
+"""The launch-latency benchmark suite behind `python -m launcher bench` (shipped in the wheel).
+
+Nothing here is imported by `import launcher`. The modules split as follows:
+
+- `rounds`   interleaved rounds: every path once per round, alternating order (pure Python)
+- `stats`    medians, quantiles and per-round ratios (pure Python)
+- `results`  reads the pytest-benchmark JSON the suite writes, and computes every ratio and goal
+- `report`   the Markdown report and the chart
+- `compare`  two runs side by side, with the ±10 % stability check
+- `cli`      the `bench` command: checks that something can be measured, runs the suite, reports
+- `suite`    the pytest-benchmark tests themselves (GPU, torch, Triton); run by path with pytest
+- `kernels`, `startup_kernels`, `startup_child`: the kernels and the fresh-process startup probe
+"""
