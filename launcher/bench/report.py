@@ -169,7 +169,7 @@ def chart(run: R.Run, png) -> None:
     paths = sorted({p for g in hot for p in g.paths if p != N.FLOOR},
                    key=lambda p: (N.HOT_PATHS + [p]).index(p))
     ours = [p for p in paths if N.twin(p) in paths]
-    fig, axes = plt.subplots(2, 1, figsize=(max(9, 2.0 * len(hot)), 9))
+    fig, axes = plt.subplots(2, 1, figsize=(max(11, 2.0 * len(hot) + 3), 9))
     colors = plt.get_cmap("tab20").colors
     for ax, chosen, denominator, title in (
             (axes[0], paths, lambda p: N.FLOOR, "× the C floor of the same round"),
@@ -191,7 +191,7 @@ def chart(run: R.Run, png) -> None:
         ax.axhline(1.0, color="black", linewidth=0.6)
         ax.set_xticks([j + 0.425 - width / 2 for j in range(len(hot))], [g.name for g in hot], fontsize=8)
         ax.set_title(title + " (median, p25–p75)", fontsize=10)
-        ax.legend(fontsize=6, ncol=3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     env = run.env
     fig.suptitle(f"Launch latency, Triton {env.get('triton', '?')}, {env.get('gpu', '?')}", fontsize=11)
     fig.tight_layout()
