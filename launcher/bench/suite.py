@@ -22,9 +22,7 @@ LAUNCHER_BENCH_COLD_ROUNDS (20), LAUNCHER_BENCH_STARTUP_PROCS (5).
 """
 from __future__ import annotations
 
-import collections.abc
 import ctypes
-import inspect
 import json
 import os
 import re
@@ -48,6 +46,8 @@ from launcher.bench import env as bench_env  # noqa: E402
 from launcher.bench import kernels as K  # noqa: E402
 from launcher.bench import names as N  # noqa: E402
 from launcher.bench.cases import Case, plain_cases  # noqa: E402
+from launcher.bench.features import (FastDispatch, Unavailable, bundle_kernel,  # noqa: E402
+                                     clear_launcher_caches, fast_dispatch_available, fast_summary)
 from launcher.bench.results import LAYOUT  # noqa: E402
 from launcher.bench.rounds import Path, Rounds, round_order  # noqa: E402
 
@@ -70,11 +70,6 @@ STOCK_COMPILES_LAUNCHERS = TRITON < (3, 7)  # 3.6 generates C per signature; 3.7
 DEV = "cuda"
 LOOP = range(BATCH)
 ORDER = "alternating: the paths in the listed order on even rounds, reversed on odd rounds"
-
-
-class Unavailable(Exception):
-    """A path that cannot be measured here (a feature launcher does not have yet, a peer that
-    cannot launch this kernel): it is skipped and the reason recorded."""
 
 
 def sync():
@@ -332,76 +327,10 @@ def p_prepared_new(c, ctx):
     return Path(N.PREPARED_NEW, run, BATCH)
 
 
-def fast_dispatch_available() -> bool:
-    try:
-        return "fast_dispatch" in inspect.signature(launcher.install).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _count(stats, key):
-    value = stats.get(key) if isinstance(stats, collections.abc.Mapping) else getattr(stats, key, None)
-    if isinstance(value, collections.abc.Mapping):  # counts per reason
-        return sum(int(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return len(value)
-    return None if value is None else int(value)
-
-
-class FastDispatch:
-    """Turns launcher's fast dispatch on for one batch and off after it, and counts what the guard
-    did in the batch with launcher.fast_dispatch_stats() (where it exists)."""
-
-    KEYS = ("hits", "misses", "fallbacks")
-
-    def __init__(self):
-        self.how = None
-
-    def snapshot(self):
-        f = getattr(launcher, "fast_dispatch_stats", None)
-        if f is None:
-            return None
-        s = f()
-        counts = {k: _count(s, k) for k in self.KEYS}
-        return None if all(v is None for v in counts.values()) else counts
-
-    def delta(self, before, after):
-        if before is None or after is None:
-            return None
-        return {k: (after[k] - before[k]) if after[k] is not None and before[k] is not None else None
-                for k in self.KEYS}
-
-    def set(self, on: bool):
-        if self.how == "reinstall":
-            launcher.uninstall()
-        launcher.install(fast_dispatch=on)
-
-    def establish(self, call_on, call_off):
-        """Find how to switch the guard on and off between batches; raise Unavailable if we cannot
-        tell it apart from Triton's path. call_on/call_off make a few calls."""
-        tried = []
-        for how in ("install", "reinstall"):
-            self.how = how
-            s0 = self.snapshot()
-            self.set(True)
-            call_on()
-            s1 = self.snapshot()
-            self.set(False)
-            call_off()
-            s2 = self.snapshot()
-            on, off = self.delta(s0, s1), self.delta(s1, s2)
-            if on is None:  # no counters: trust install() and say so
-                return "unverified (no launcher.fast_dispatch_stats counters)"
-            if any(on.values()) and not any(off.values()):
-                return f"switched with {'install(fast_dispatch=...)' if how == 'install' else 'uninstall() + install(fast_dispatch=...)'}"
-            tried.append(f"{how}: on {on}, off {off}")
-        raise Unavailable("cannot switch fast dispatch off between batches: " + "; ".join(tried))
-
-
 def p_fast(c, ctx):
-    if not fast_dispatch_available():
+    if not fast_dispatch_available(launcher):
         raise Unavailable("launcher.install(fast_dispatch=...) does not exist yet")
-    fd = FastDispatch()
+    fd = FastDispatch(launcher)
     jit, grid, kw = triton.jit(c.fn), c.grid, c.kwargs
     ours = c.jit["ours"]
     args = c.args if c.fresh is None else c.fresh(1)[0]
@@ -424,19 +353,12 @@ def p_fast(c, ctx):
     return batch_path(N.FAST, c, lambda *a: jit[grid](*a, **kw), before=before, after=after)
 
 
-def _bundle_kernel(bundle, name):
-    try:
-        return bundle[name]
-    except (TypeError, KeyError):
-        return getattr(bundle, name)
-
-
 def p_bundle(c, ctx):
     if not (hasattr(launcher, "export") and hasattr(launcher, "load_bundle")):
         raise Unavailable("launcher.export / launcher.load_bundle do not exist yet")
     path = os.path.join(ctx.tmp, re.sub(r"\W+", "_", c.name) + ".bundle")
     launcher.export(path, c.ck["ours"])
-    k = _bundle_kernel(launcher.load_bundle(path), c.fn.__name__)
+    k = bundle_kernel(launcher.load_bundle(path), c.fn.__name__)
     grid, kw = c.grid, c.kwargs
     call = lambda *a: k[grid](*a, **kw)  # noqa: E731
     _check_vector_add(c, call)
@@ -603,28 +525,14 @@ def test_hot(benchmark, cases, env, tmp_path, name):
     benchmark.group = f"hot: {name}"
     r = timed_rounds(benchmark, ordered, ROUNDS, WARMUP)
     if ctx.fast_batches is not None and N.FAST in by_name:
-        notes[N.FAST], why = _fast_summary(c, ctx.fast_batches[WARMUP:], ctx.fast_how)
+        keyable = c.name not in (N.TENSORDESC, N.TENSORDESC_FRESH)  # descriptors give no key
+        notes[N.FAST], why = fast_summary(ctx.fast_batches[WARMUP:], ctx.fast_how, BATCH, keyable)
         if why:
             invalid[N.FAST] = why
     record(benchmark, env, "hot", name, r.times, unit="µs per launch", ops=BATCH, warmup=WARMUP,
            skipped=skipped, invalid=invalid, notes=notes, ratios=HOT_RATIOS, triton_version=triton.__version__)
     for pname, why in skipped.items():
         print(f"[{name}] {pname}: skipped: {why}")
-
-
-def _fast_summary(c, batches, how):
-    """(note, why the figures are not what they are named for, or "")."""
-    known = [b for b in batches if b is not None]
-    if not known:
-        return f"guard {how}; hits not counted", ""
-    span = {k: (min(b[k] for b in known), max(b[k] for b in known)) for k in FastDispatch.KEYS
-            if all(b[k] is not None for b in known)}
-    note = f"guard {how}; per batch of {BATCH}: " + ", ".join(f"{k} {lo}–{hi}" for k, (lo, hi) in span.items())
-    keyable = c.name not in (N.TENSORDESC, N.TENSORDESC_FRESH)
-    hits_lo = span.get("hits", (None,))[0]
-    if keyable and hits_lo is not None and hits_lo < BATCH - 1:
-        return note, f"expected a hit on (nearly) every call, got as few as {hits_lo} of {BATCH}"
-    return note, ""
 
 
 # ---- fast-dispatch miss ----
@@ -634,12 +542,12 @@ def test_fast_dispatch_miss(benchmark, env):
     knows it) and with n=1024 with it off (so Triton compiled that specialization too: n is then
     divisible by 16). The timed call passes n=1024 with fast dispatch on: a miss that takes
     Triton's path without compiling. Against it: the same calls on kernels without the guard."""
-    if not fast_dispatch_available():
+    if not fast_dispatch_available(launcher):
         pytest.skip("launcher.install(fast_dispatch=...) does not exist yet")
     launcher.install()
     x, y, out = (torch.zeros(1024, device=DEV) for _ in range(3))
     grid = (1,)
-    fd = FastDispatch()
+    fd = FastDispatch(launcher)
 
     def warm(jit, with_guard):
         fd.set(False)
@@ -698,17 +606,6 @@ def test_fast_dispatch_miss(benchmark, env):
 
 
 # ---- cold paths ----
-def clear_launcher_caches():
-    """Forget every launcher our package built, so that the next signature is new to it."""
-    from launcher import cuda_launcher
-
-    clear = getattr(cuda_launcher, "clear_launcher_cache", None)
-    if clear is not None:
-        clear()
-    else:
-        cuda_launcher._classes.clear()
-
-
 def stock_launcher_cls():
     cls = getattr(launcher.CudaLauncher, "stock_launcher_cls", None)
     if cls is None:
