@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-import bench_synthetic as S
+import test_bench_synthetic as S
 from launcher.bench import cli
 from launcher.bench import names as N
 

@@ -1,13 +1,13 @@
 """The benchmark report and compare mode on synthetic suite JSON (CPU; no launch is measured).
 
-The figures are made up (tests/bench_synthetic.py): these test the reading, the per-round ratio
+The figures are made up (tests/test_bench_synthetic.py): these test the reading, the per-round ratio
 maths, the report and the ±10 % check, never a launch cost."""
 import json
 import math
 
 import pytest
 
-import bench_synthetic as S
+import test_bench_synthetic as S
 from launcher.bench import compare, report, results
 from launcher.bench import names as N
 

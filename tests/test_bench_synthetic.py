@@ -1,7 +1,7 @@
 """Synthetic suite JSON for the CPU tests of the report and the compare mode.
 
-Made-up figures in the suite's layout: they test the reading, the maths and the formatting,
-never a launch cost."""
+A helper that the other test_bench_* files import, with one test of its own. Made-up figures in
+the suite's layout: they test the reading, the maths and the formatting, never a launch cost."""
 import copy
 import json
 import random
@@ -75,3 +75,11 @@ def write(path, data):
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(data, fh)
     return str(path)
+
+
+def test_synthetic_runs_read_back_in_the_suite_layout(tmp_path):
+    from launcher.bench import results
+
+    run = results.load(write(tmp_path / "bench.json", make(rounds=3)))
+    assert [g.name for g in run.of_kind("hot")] == KERNELS
+    assert all(len(v) == 3 for g in run.of_kind("hot") for v in g.paths.values())
