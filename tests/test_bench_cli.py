@@ -95,3 +95,54 @@ def test_the_suite_ships_inside_the_package():
     if not isinstance(packages, list):
         pytest.skip("packages are found by setuptools, not listed")
     assert "launcher.bench" in packages
+
+
+def _args(out, **kw):
+    fields = dict(out=str(out), compare=None, report=None, rounds=None, batch=None, select=None, pytest_args=[])
+    return types.SimpleNamespace(**dict(fields, **kw))
+
+
+def test_the_pytest_command_line_is_valid_and_a_gpu_less_run_reports_nothing(monkeypatch, tmp_path, capsys):
+    """Past the preflight: pytest accepts every option the command passes, and a suite that
+    skips itself leaves no results, which is still 'nothing measured', not success."""
+    monkeypatch.setattr(cli, "preflight", lambda: None)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert cli.run_suite(_args(tmp_path / "out")) == cli.EXIT_NOTHING_MEASURED
+    assert "nothing measured" in capsys.readouterr().err
+
+
+FAKE_SUITE = '''
+import json
+def test_fake(benchmark):
+    data = json.load(open({path!r}))
+    benchmark.extra_info.update(data["benchmarks"][0]["extra_info"])
+    benchmark.pedantic(lambda: None, rounds=2)
+'''
+
+
+def test_a_run_writes_json_markdown_and_chart(monkeypatch, tmp_path):
+    """The command end to end on a stand-in suite that stores synthetic figures the way the
+    real one does (the real one needs a GPU)."""
+    pytest.importorskip("matplotlib")
+    data = S.write(tmp_path / "synthetic.json", S.make(rounds=5))
+    fake = tmp_path / "fake_suite.py"
+    fake.write_text(FAKE_SUITE.format(path=data), encoding="utf-8")
+    monkeypatch.setattr(cli, "preflight", lambda: None)
+    monkeypatch.setattr(cli, "SUITE", fake)
+    out = tmp_path / "out"
+    (out).mkdir()
+    (out / "bench.json").write_text("stale", encoding="utf-8")
+    assert cli.run_suite(_args(out, rounds=7)) == cli.EXIT_OK
+    for name in ("bench.json", "bench.md", "bench.png"):
+        assert (out / name).stat().st_size > 0
+    assert "Against the C floor" in (out / "bench.md").read_text(encoding="utf-8")
+
+
+def test_a_failing_suite_is_a_non_zero_exit_even_with_results(monkeypatch, tmp_path):
+    data = S.write(tmp_path / "synthetic.json", S.make(rounds=3))
+    fake = tmp_path / "fake_suite.py"
+    fake.write_text(FAKE_SUITE.format(path=data) + "\ndef test_broken():\n    assert False\n", encoding="utf-8")
+    monkeypatch.setattr(cli, "preflight", lambda: None)
+    monkeypatch.setattr(cli, "SUITE", fake)
+    assert cli.run_suite(_args(tmp_path / "out")) == cli.EXIT_FAILED
+    assert (tmp_path / "out" / "bench.md").exists()

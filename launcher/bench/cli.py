@@ -81,17 +81,24 @@ def run_suite(args) -> int:
         if value is not None:
             env[var] = str(value)
     cmd = [sys.executable, "-m", "pytest", str(SUITE), "-q", "-rs", "-p", "no:cacheprovider",
-           "-c", os.devnull, "--rootdir", str(SUITE.parent), f"--benchmark-json={json_path}",
+           "-c", os.devnull, "--rootdir", str(SUITE.parent), "--confcutdir", str(SUITE.parent),
+           f"--benchmark-json={json_path}",
            "--benchmark-columns=median,iqr,rounds", "--benchmark-sort=name"]
     if getattr(args, "select", None):
         cmd += ["-k", args.select]
     cmd += list(getattr(args, "pytest_args", None) or [])
-    # cwd: the output folder, so that a checkout in the current folder is not imported in place
-    # of the installed package.
+    # No ini file and no conftest from above the package: the suite runs the same from a wheel
+    # and from a checkout. cwd is the output folder, so that a checkout in the current folder is
+    # not imported in place of the installed package.
     rc = subprocess.call(cmd, cwd=out, env=env)
     if not json_path.exists():
-        print(f"python -m launcher bench: the suite wrote no results (pytest exited {rc})", file=sys.stderr)
-        return EXIT_FAILED if rc not in (0, 5) else EXIT_NOTHING_MEASURED
+        if rc in (0, 5):  # 5: every test skipped or deselected
+            print(f"python -m launcher bench: nothing measured: the suite skipped everything (pytest exited {rc})",
+                  file=sys.stderr)
+            return EXIT_NOTHING_MEASURED
+        print(f"python -m launcher bench: the suite failed before writing results (pytest exited {rc})",
+              file=sys.stderr)
+        return EXIT_FAILED
     from launcher.bench import results
 
     try:
