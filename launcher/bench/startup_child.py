@@ -21,7 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Run by path, this folder (inside the launcher package) comes first on sys.path: drop it, so
 # that none of its modules shadows another and `import launcher` finds the installed package.
-if sys.path and os.path.abspath(sys.path[0] or os.curdir) == HERE:
+if sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(HERE):
     del sys.path[0]
 
 NAMES = [f"k{i:02d}" for i in range(20)]  # as in startup_kernels.py
