@@ -85,18 +85,22 @@ def test_runtime_arguments_put_constexprs_in_parameter_order(cases):
 def test_cold_kernels_have_distinct_shapes_and_twins_of_the_same_shape(tmp_path):
     shapes = K.cold_shapes(25)
     assert len(set(shapes)) == 25 and all(sorted(s) == sorted("pifl" * 4) for s in shapes)
-    pairs = K.load_cold_kernels(3, str(tmp_path))
-    for a, sig_a, b, sig_b in pairs:
-        assert list(sig_a.values()) == list(sig_b.values())  # the same shape...
-        assert a.fn.__name__ != b.fn.__name__ and list(sig_a) != list(sig_b)  # ...under other names
-        assert len(sig_a) == 16
+    kernels = K.load_cold_kernels(3, str(tmp_path), twins=3)
+    assert len({tuple(sig.values()) for _, sig, _ in kernels}) == 3  # a signature of its own each
+    for a, sig_a, twins in kernels:
+        assert len(sig_a) == 16 and len(twins) == 3
+        names = {a.fn.__name__} | {b.fn.__name__ for b, _ in twins}
+        assert len(names) == 4  # other kernel names...
+        for b, sig_b in twins:
+            assert list(sig_b.values()) == list(sig_a.values())  # ...for the same shape...
+            assert set(sig_b).isdisjoint(sig_a)  # ...and other parameter names
 
 
 def test_cold_kernels_compile_and_their_arguments_pack(tmp_path):
-    a, sig_a, b, sig_b = K.load_cold_kernels(2, str(tmp_path))[1]
-    for fn, sig in ((a, sig_a), (b, sig_b)):
+    a, sig_a, twins = K.load_cold_kernels(2, str(tmp_path), twins=2)[1]
+    for fn, sig in [(a, sig_a)] + twins:
         ck = _compile(fn, sig)
-        args = K.cold_arguments(sig, lambda: FakeTensor(1))
+        args = K.cold_arguments(sig_a, lambda: FakeTensor(1))
         params = launcher.CudaLauncher(ck.src, ck.metadata).dry_run(*BASE, *args)
         assert len(params) == 16 + 2
 

@@ -51,8 +51,8 @@ def tensordesc_copy(in_desc, out_desc, BM: tl.constexpr, BN: tl.constexpr):
 
 # ---- generated kernels for the cold paths ----
 # 16 parameters: four each of pointer, i32, fp32 and i64, in an order that differs per kernel, so
-# that every kernel has a signature of its own. Each "cold" kernel has a "twin": the same
-# signature (the same shape) under another kernel name and other parameter names.
+# that every kernel has a signature of its own. Each "cold" kernel has twins: the same signature
+# (the same shape) under other kernel names and other parameter names.
 COLD_TYPES = {"p": "*fp32", "i": "i32", "f": "fp32", "l": "i64"}
 
 
@@ -98,28 +98,31 @@ def cold_arguments(signature: dict, pointer) -> tuple:
     return tuple(pointer() if ty.startswith("*") else COLD_VALUES[ty] for ty in signature.values())
 
 
-def cold_module_source(shapes: list) -> str:
+def cold_module_source(shapes: list, twins: int = 1) -> str:
     parts = ["import triton\nimport triton.language as tl\n"]
     for k, shape in enumerate(shapes):
         parts.append(_kernel_source(f"cold16_{k}", _params(shape, ""), ""))
-        parts.append(_kernel_source(f"twin16_{k}", _params(shape, "b_"), "b_"))
+        for j in range(twins):
+            parts.append(_kernel_source(f"twin16_{k}_{j}", _params(shape, f"b{j}_"), f"b{j}_"))
     return "\n\n".join(parts)
 
 
-def load_cold_kernels(count: int, directory: str) -> list:
-    """[(cold JITFunction, its signature, twin JITFunction, its signature), ...] for `count` shapes.
+def load_cold_kernels(count: int, directory: str, twins: int = 1) -> list:
+    """[(cold JITFunction, its signature, [(twin JITFunction, its signature), ...]), ...] for
+    `count` shapes, with `twins` twins each.
 
     The source is written to a file in `directory` (Triton reads a kernel's source from its file),
     which must outlive the kernels' compilation."""
     shapes = cold_shapes(count)
-    path = os.path.join(directory, f"launcher_bench_cold_{os.getpid()}.py")
+    name = f"launcher_bench_cold_{os.getpid()}_{count}_{twins}"
+    path = os.path.join(directory, name + ".py")
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(cold_module_source(shapes))
-    spec = importlib.util.spec_from_file_location(f"launcher_bench_cold_{os.getpid()}", path)
+        fh.write(cold_module_source(shapes, twins))
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = []
     for k, shape in enumerate(shapes):
         out.append((getattr(module, f"cold16_{k}"), dict(_params(shape, "")),
-                    getattr(module, f"twin16_{k}"), dict(_params(shape, "b_"))))
+                    [(getattr(module, f"twin16_{k}_{j}"), dict(_params(shape, f"b{j}_"))) for j in range(twins)]))
     return out
