@@ -64,7 +64,6 @@ def main():
     out = ffi.new("char[]", 64)
     rows["C launch entry, dry run (no driver)"] = timeit(lambda: lib.launcher_launch(plan, buf, out))
     rows["C launch entry, real"] = timeit(lambda: lib.launcher_launch(plan, buf, ffi.NULL))
-    from triton import knobs
     for who, ck in (("stock", stock), ("ours", ours), ("stock", stock), ("ours", ours)):
         # Only the kernel cache (key -> CompiledKernel): the key cache beside it maps to key
         # strings, and overwriting those made Triton compile a new kernel with our launcher.
