@@ -48,35 +48,11 @@ def info(args) -> int:
 
 
 def bench(args) -> int:
-    """Run the launch-latency suite, then write the Markdown table and chart."""
-    roots = [Path(__file__).resolve().parent.parent / "bench", Path.cwd() / "bench"]
-    root = next((r for r in roots if (r / "test_launch_latency.py").exists()), None)
-    if root is None:
-        print("bench/ not found: run from a checkout of the launcher repository", file=sys.stderr)
-        return 2
-    try:
-        import torch
+    """Run the launch-latency suite and report it, re-report a JSON, or compare two runs
+    (launcher/bench/cli.py; imported only here, so that `import launcher` never loads it)."""
+    from launcher.bench import cli
 
-        has_gpu = torch.cuda.is_available()
-    except ImportError:
-        has_gpu = False
-    if not has_gpu:
-        print("python -m launcher bench needs an NVIDIA GPU and torch; none found, nothing measured.")
-        return 0
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    json_path = out / "bench.json"
-    cmd = [sys.executable, "-m", "pytest", str(root / "test_launch_latency.py"), "-q", "-p", "no:cacheprovider",
-           f"--benchmark-json={json_path}", "--benchmark-columns=median,iqr,rounds"] + args.pytest_args
-    rc = subprocess.call(cmd, cwd=root)
-    if not json_path.exists():
-        return rc or 1
-    sys.path.insert(0, str(root))
-    import report
-
-    report.main([str(json_path), "--markdown", str(out / "bench.md"), "--png", str(out / "bench.png")])
-    print(f"wrote {json_path}, {out / 'bench.md'}, {out / 'bench.png'}")
-    return rc
+    return cli.main(args)
 
 
 def main(argv=None) -> int:
@@ -90,8 +66,20 @@ def main(argv=None) -> int:
     sub.add_parser("info", help="versions, driver, devices, caches")
     sub.add_parser("check", help="check PTX/TTGIR files or a Triton cache for missing proxy fences")
     sub.add_parser("demo", help="compile kernels, check their fences, compare launchers on a GPU")
-    b = sub.add_parser("bench", help="launch-latency benchmarks (GPU) -> JSON, Markdown, PNG")
-    b.add_argument("--out", default=os.environ.get("LAUNCHER_BENCH_OUT", "bench-results"))
+    b = sub.add_parser("bench", help="launch-latency suite (GPU) -> JSON, Markdown, PNG; or compare two runs",
+                       description="Interleaved launch-latency benchmarks. Exit status: 0 measured, 1 a test "
+                                   "failed or (--compare) a ratio differs, 2 unreadable input, 3 nothing can be "
+                                   "measured here (no GPU, torch, Triton or pytest-benchmark).")
+    b.add_argument("--out", default=None, metavar="DIR",
+                   help="where bench.json, bench.md and bench.png go ($LAUNCHER_BENCH_OUT, else ./bench-results)")
+    b.add_argument("--rounds", type=int, help="interleaved rounds per kernel (default 40)")
+    b.add_argument("--batch", type=int, help="launches per path per round (default 500)")
+    b.add_argument("-k", dest="select", metavar="EXPR", help="only the suite's tests matching EXPR (pytest -k)")
+    b.add_argument("--report", metavar="JSON", help="write bench.md and bench.png from an earlier bench.json")
+    b.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
+                   help="two runs side by side; exit 1 when a ratio differs by more than --tolerance")
+    b.add_argument("--tolerance", type=float, default=0.10, help="for --compare (default 0.10: ±10%%)")
+    b.add_argument("--hot-only", action="store_true", help="for --compare: only the hot launch paths")
     b.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = ap.parse_args(argv)
     if args.cmd == "info":

@@ -1,0 +1,148 @@
+"""`python -m launcher bench` on the CPU: it refuses to pretend, and `import launcher` stays light.
+
+Where nothing can be measured (no GPU, no torch, no pytest-benchmark) the command must exit
+non-zero with its reason, so that a script cannot take it for a run. The GPU is hidden with
+CUDA_VISIBLE_DEVICES="" so that these tests say the same on the H200."""
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+import test_bench_synthetic as S
+from launcher.bench import cli
+from launcher.bench import names as N
+
+NO_GPU = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+
+
+def _run(args, cwd, env=NO_GPU):
+    return subprocess.run([sys.executable, "-m", "launcher", "bench", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_without_a_gpu_the_command_measures_nothing_and_exits_non_zero(tmp_path):
+    proc = _run(["--out", str(tmp_path / "out")], tmp_path)
+    assert proc.returncode == cli.EXIT_NOTHING_MEASURED, proc.stdout + proc.stderr
+    assert "nothing measured" in proc.stderr
+    assert not (tmp_path / "out" / "bench.json").exists()
+
+
+def test_preflight_names_what_is_missing(monkeypatch):
+    real = cli.importlib.util.find_spec
+    monkeypatch.setattr(cli.importlib.util, "find_spec",
+                        lambda name: None if name == "pytest_benchmark" else real(name) or object())
+    why = cli.preflight()
+    assert why and "pytest-benchmark" in why and "nothing measured" in why
+
+
+def test_preflight_refuses_torch_without_a_gpu(monkeypatch):
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: object())
+    fake = types.ModuleType("torch")
+    fake.cuda = types.SimpleNamespace(is_available=lambda: False)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert "torch.cuda.is_available() is False" in cli.preflight()
+
+
+def test_a_preflight_failure_is_a_non_zero_exit(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(cli, "preflight", lambda: "python -m launcher bench: nothing measured: test")
+    args = types.SimpleNamespace(out=str(tmp_path), compare=None, report=None)
+    assert cli.main(args) == cli.EXIT_NOTHING_MEASURED
+    assert "nothing measured: test" in capsys.readouterr().err
+
+
+def test_import_launcher_loads_neither_torch_nor_the_benchmarks():
+    code = ("import sys, launcher, launcher.__main__; "
+            "bad = [m for m in ('torch', 'launcher.bench', 'pytest_benchmark', 'triton.testing', 'matplotlib')"
+            " if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_compare_and_report_need_no_gpu_and_no_torch(tmp_path):
+    a = S.write(tmp_path / "a.json", S.make(seed=1))
+    b = S.write(tmp_path / "b.json", S.make(seed=2, scale=1.25))
+    c = S.write(tmp_path / "c.json", S.make(seed=2, slower={(N.VECTOR_ADD, N.BIND): 1.3}))
+    proc = _run(["--compare", a, b, "--out", str(tmp_path / "cmp")], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all agree" in proc.stdout and (tmp_path / "cmp" / "compare.md").exists()
+    proc = _run(["--compare", a, c], tmp_path)
+    assert proc.returncode == 1 and "DIFFERS" in proc.stdout
+    proc = _run(["--compare", a, str(tmp_path / "none.json")], tmp_path)
+    assert proc.returncode == 2 and "cannot read" in proc.stderr
+    proc = _run(["--report", a, "--out", str(tmp_path / "rep")], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "rep" / "bench.md").read_text(encoding="utf-8").startswith("# Launch latency")
+
+
+def test_the_suite_module_skips_itself_without_a_gpu(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(cli.SUITE), "-q", "-rs", "-p", "no:cacheprovider",
+                           "-c", os.devnull, "--rootdir", str(cli.SUITE.parent)],
+                          cwd=tmp_path, env=NO_GPU, capture_output=True, text=True, timeout=300)
+    assert "need an NVIDIA GPU and torch" in proc.stdout, proc.stdout + proc.stderr
+    assert "1 skipped" in proc.stdout and proc.returncode in (0, 5)
+
+
+def test_the_suite_ships_inside_the_package():
+    for name in ("suite.py", "startup_child.py", "startup_kernels.py", "kernels.py", "cases.py"):
+        assert (cli.SUITE.parent / name).is_file()
+    tomllib = pytest.importorskip("tomllib")
+    root = cli.SUITE.parents[2]
+    if not (root / "pyproject.toml").exists():
+        pytest.skip("not a checkout")
+    packages = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]
+    if not isinstance(packages, list):
+        pytest.skip("packages are found by setuptools, not listed")
+    assert "launcher.bench" in packages
+
+
+def _args(out, **kw):
+    fields = dict(out=str(out), compare=None, report=None, rounds=None, batch=None, select=None, pytest_args=[])
+    return types.SimpleNamespace(**dict(fields, **kw))
+
+
+def test_the_pytest_command_line_is_valid_and_a_gpu_less_run_reports_nothing(monkeypatch, tmp_path, capsys):
+    """Past the preflight: pytest accepts every option the command passes, and a suite that
+    skips itself leaves no results, which is still 'nothing measured', not success."""
+    monkeypatch.setattr(cli, "preflight", lambda: None)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert cli.run_suite(_args(tmp_path / "out")) == cli.EXIT_NOTHING_MEASURED
+    assert "nothing measured" in capsys.readouterr().err
+
+
+FAKE_SUITE = '''
+import json
+def test_fake(benchmark):
+    data = json.load(open({path!r}))
+    benchmark.extra_info.update(data["benchmarks"][0]["extra_info"])
+    benchmark.pedantic(lambda: None, rounds=2)
+'''
+
+
+def test_a_run_writes_json_markdown_and_chart(monkeypatch, tmp_path):
+    """The command end to end on a stand-in suite that stores synthetic figures the way the
+    real one does (the real one needs a GPU)."""
+    pytest.importorskip("matplotlib")
+    data = S.write(tmp_path / "synthetic.json", S.make(rounds=5))
+    fake = tmp_path / "fake_suite.py"
+    fake.write_text(FAKE_SUITE.format(path=data), encoding="utf-8")
+    monkeypatch.setattr(cli, "preflight", lambda: None)
+    monkeypatch.setattr(cli, "SUITE", fake)
+    out = tmp_path / "out"
+    (out).mkdir()
+    (out / "bench.json").write_text("stale", encoding="utf-8")
+    assert cli.run_suite(_args(out, rounds=7)) == cli.EXIT_OK
+    for name in ("bench.json", "bench.md", "bench.png"):
+        assert (out / name).stat().st_size > 0
+    assert "Against the C floor" in (out / "bench.md").read_text(encoding="utf-8")
+
+
+def test_a_failing_suite_is_a_non_zero_exit_even_with_results(monkeypatch, tmp_path):
+    data = S.write(tmp_path / "synthetic.json", S.make(rounds=3))
+    fake = tmp_path / "fake_suite.py"
+    fake.write_text(FAKE_SUITE.format(path=data) + "\ndef test_broken():\n    assert False\n", encoding="utf-8")
+    monkeypatch.setattr(cli, "preflight", lambda: None)
+    monkeypatch.setattr(cli, "SUITE", fake)
+    assert cli.run_suite(_args(tmp_path / "out")) == cli.EXIT_FAILED
+    assert (tmp_path / "out" / "bench.md").exists()
