@@ -30,8 +30,14 @@ def _typename(value) -> str:
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
-def _where(spec, name) -> str:
-    return f"kernel {spec.kernel!r}: parameter {name!r}"
+def _name(spec, where) -> str:
+    """A parameter's display name: `where` is the name, or an argument path (named on demand,
+    so that the names of arguments that are fine are never built)."""
+    return where if where.__class__ is str else spec.arg_name(where)
+
+
+def _where(spec, where) -> str:
+    return f"kernel {spec.kernel!r}: parameter {_name(spec, where)!r}"
 
 
 def show(value) -> str:
@@ -45,82 +51,93 @@ def show(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _raised(spec, name, what, value, e) -> TypeError:
-    return TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)} whose conversion "
+def _raised(spec, where, what, value, e) -> TypeError:
+    return TypeError(f"{_where(spec, where)} expects {what}, got {_typename(value)} whose conversion "
                      f"raised {type(e).__name__}: {e}")
 
 
-def as_int(spec, name, value, what, bounds) -> int:
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)}") from None
-    except Exception as e:  # a user __index__ that raises something else
-        raise _raised(spec, name, what, value, e) from e
+def as_int(spec, where, value, what, bounds, ty=None) -> int:
+    """An int in `bounds`; what: how an expected value is described, or None to describe the
+    parameter type `ty` (only when there is something to say)."""
+    if value.__class__ is int:
+        v = value
+    else:
+        try:
+            v = operator.index(value)
+        except TypeError:
+            raise TypeError(f"{_where(spec, where)} expects {what or S.describe_type(ty)}, got {_typename(value)}") from None
+        except Exception as e:  # a user __index__ that raises something else
+            raise _raised(spec, where, what or S.describe_type(ty), value, e) from e
     lo, hi = bounds
     if not lo <= v <= hi:
-        raise OverflowError(f"{_where(spec, name)} expects {what}, got {show(v)} (out of range)")
+        raise OverflowError(f"{_where(spec, where)} expects {what or S.describe_type(ty)}, got {show(v)} (out of range)")
     return v
 
 
-def pointer(spec, name, ty, value) -> int:
+def pointer(spec, where, ty, value) -> int:
     """The address a pointer parameter receives: an int, a tensor's data_ptr(), or 0 for None."""
-    what = S.describe_type(ty)
     if value is None:
         return 0
     if type(value) is int:
-        return as_int(spec, name, value, what, _U64)
+        return as_int(spec, where, value, None, _U64, ty)
     if isinstance(value, int):  # bool, IntEnum...: almost certainly a mistake for an address
-        raise TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)} "
+        raise TypeError(f"{_where(spec, where)} expects {S.describe_type(ty)}, got {_typename(value)} "
                         f"(pass int({value!r}) for an address)")
     try:
         data_ptr = getattr(value, "data_ptr", None)
         ptr = data_ptr() if callable(data_ptr) else None
     except Exception as e:
-        raise TypeError(f"{_where(spec, name)}: {_typename(value)}.data_ptr() raised "
+        raise TypeError(f"{_where(spec, where)}: {_typename(value)}.data_ptr() raised "
                         f"{type(e).__name__}: {e}") from e
     if not callable(data_ptr):
-        raise TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)}")
-    try:
-        address = operator.index(ptr)  # what the packer accepts: an int, or anything with __index__
-    except Exception:
-        raise TypeError(f"{_where(spec, name)}: {_typename(value)}.data_ptr() returned "
-                        f"{_typename(ptr)}, expected an int") from None
-    return as_int(spec, name, address, "a data_ptr() in [0, 2**64)", _U64)
+        raise TypeError(f"{_where(spec, where)} expects {S.describe_type(ty)}, got {_typename(value)}")
+    if ptr.__class__ is not int:
+        try:
+            ptr = operator.index(ptr)  # what the packer accepts: an int, or anything with __index__
+        except Exception:
+            raise TypeError(f"{_where(spec, where)}: {_typename(value)}.data_ptr() returned "
+                            f"{_typename(ptr)}, expected an int") from None
+    return as_int(spec, where, ptr, "a data_ptr() in [0, 2**64)", _U64)
 
 
-def real(spec, name, ty, value) -> float:
-    what = S.describe_type(ty)
-    if isinstance(value, (str, bytes, bytearray)) or not hasattr(value, "__float__") and not hasattr(value, "__index__"):
-        raise TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)}")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise OverflowError(f"{_where(spec, name)} expects {what}, got {show(value)} "
-                            f"(too large for a float)") from None
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"{_where(spec, name)} expects {what}, got {_typename(value)}") from e
-    except Exception as e:  # a user __float__ that raises something else
-        raise _raised(spec, name, what, value, e) from e
+_LIMITS = {"e": "65504", "f": "3.4028235e38", "d": "1.8e308"}
+
+
+def real(spec, where, ty, value) -> float:
+    if value.__class__ is float:
+        f = value
+    else:
+        if isinstance(value, (str, bytes, bytearray)) or not hasattr(value, "__float__") and not hasattr(value, "__index__"):
+            raise TypeError(f"{_where(spec, where)} expects {S.describe_type(ty)}, got {_typename(value)}")
+        try:
+            f = float(value)
+        except OverflowError:
+            raise OverflowError(f"{_where(spec, where)} expects {S.describe_type(ty)}, got {show(value)} "
+                                f"(too large for a float)") from None
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{_where(spec, where)} expects {S.describe_type(ty)}, got {_typename(value)}") from e
+        except Exception as e:  # a user __float__ that raises something else
+            raise _raised(spec, where, S.describe_type(ty), value, e) from e
     code = S.SCALARS[ty][0]  # the struct code the packer uses
     try:
         struct.pack("<" + code, f)
     except (OverflowError, struct.error):
-        limit = {"e": "65504", "f": "3.4028235e38", "d": "1.8e308"}[code]
-        raise OverflowError(f"{_where(spec, name)} expects {what}, got {show(value)} "
-                            f"(out of range: |x| <= {limit}, or inf/nan)") from None
+        raise OverflowError(f"{_where(spec, where)} expects {S.describe_type(ty)}, got {show(value)} "
+                            f"(out of range: |x| <= {_LIMITS[code]}, or inf/nan)") from None
     return f
 
 
-def scalar(spec, name, ty, value):
+def scalar(spec, where, ty, value):
     if ty in ("i1", "u1"):
-        return as_int(spec, name, value, S.describe_type(ty), (0, 1))
-    if ty in S.INT_RANGES:
-        return as_int(spec, name, value, S.describe_type(ty), S.INT_RANGES[ty])
-    return real(spec, name, ty, value)
+        return as_int(spec, where, value, None, (0, 1), ty)
+    bounds = S.INT_RANGES.get(ty)
+    if bounds is not None:
+        return as_int(spec, where, value, None, bounds, ty)
+    return real(spec, where, ty, value)
 
 
-def _tensordesc(spec, arg, name, value, encoder) -> tuple:
+def _tensordesc(spec, arg, where, value, encoder) -> tuple:
+    name = _name(spec, where)
     ndim = arg.desc.ndim
     missing = [a for a in ("base", "shape", "strides", "padding") if not hasattr(value, a)]
     if missing:
@@ -152,41 +169,40 @@ def _tensordesc(spec, arg, name, value, encoder) -> tuple:
 
 
 def _walk(spec, arg, path, value, encoders, out):
-    name = spec.arg_name(path)
-    if arg.kind == "constexpr":
+    kind = arg.kind
+    if kind == "constexpr":
         return
-    if arg.kind == "tuple":
+    if kind == "pointer":
+        out.append(value if value.__class__ is int and 0 <= value < 1 << 64 else pointer(spec, path, arg.type, value))
+    elif kind == "scalar":
+        out.append(scalar(spec, path, arg.type, value))
+    elif kind == "tuple":
         n = len(arg.children)
         if not isinstance(value, collections.abc.Sequence):
-            raise TypeError(f"{_where(spec, name)} expects a sequence of {n}, got {_typename(value)}")
+            raise TypeError(f"{_where(spec, path)} expects a sequence of {n}, got {_typename(value)}")
         try:
             items = list(value)
         except Exception as e:
-            raise TypeError(f"{_where(spec, name)} expects a sequence of {n}; iterating "
+            raise TypeError(f"{_where(spec, path)} expects a sequence of {n}; iterating "
                             f"{_typename(value)} raised {type(e).__name__}: {e}") from e
         if len(items) != n:
-            raise ValueError(f"{_where(spec, name)} expects a sequence of {n}, got {len(items)} items")
+            raise ValueError(f"{_where(spec, path)} expects a sequence of {n}, got {len(items)} items")
         for i, (child, item) in enumerate(zip(arg.children, items)):
             _walk(spec, child, path + (i,), item, encoders, out)
-    elif arg.kind == "tensordesc":
-        out.extend(_tensordesc(spec, arg, name, value, encoders[path]))
-    elif arg.kind == "pointer":
-        out.append(pointer(spec, name, arg.type, value))
-    elif arg.kind == "tensormap":
+    elif kind == "tensordesc":
+        out.extend(_tensordesc(spec, arg, path, value, encoders[path]))
+    else:  # tensormap
         try:
             out.append(tensormap_bytes(value))
         except TypeError as e:
-            raise TypeError(f"{_where(spec, name)} (nvTmaDesc) {e}") from None
-    else:
-        out.append(scalar(spec, name, arg.type, value))
+            raise TypeError(f"{_where(spec, path)} (nvTmaDesc) {e}") from None
 
 
 def check_header(spec, grid_x, grid_y, grid_z, stream, function) -> tuple:
-    for axis, g in zip("XYZ", (grid_x, grid_y, grid_z)):
-        as_int(spec, f"grid{axis}", g, "an int in [-2**31, 2**31)", _I32)
+    grid = tuple(as_int(spec, f"grid{axis}", g, "an int in [-2**31, 2**31)", _I32)
+                 for axis, g in zip("XYZ", (grid_x, grid_y, grid_z)))
     return (as_int(spec, "function", function, "a CUfunction handle (an int)", _U64),
-            as_int(spec, "stream", stream, "a CUstream handle (an int)", _U64),
-            operator.index(grid_x), operator.index(grid_y), operator.index(grid_z))
+            as_int(spec, "stream", stream, "a CUstream handle (an int)", _U64)) + grid
 
 
 def check_kernel_metadata(spec, kernel_metadata) -> tuple:

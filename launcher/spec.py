@@ -25,6 +25,7 @@ import math
 import re
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 SPEC_FORMAT = "launcher.LaunchSpec"
 SPEC_VERSION = 1
@@ -98,8 +99,7 @@ class Conventions:
     #                                oversized mode, and loads ask for it (3.8+)
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(NamedTuple):
     """One kernel parameter: what it is and where its value sits in the packed buffer."""
 
     path: tuple  # argument index, then indices into tuples; () for the scratch pointers
@@ -112,8 +112,7 @@ class Param:
     read_at: int  # offset the kernel reads from (bf16: offset + 2)
 
 
-@dataclass(frozen=True)
-class TensorDesc:
+class TensorDesc(NamedTuple):
     """A host tensor-descriptor argument: its element type, rank and, when the kernel lowers it
     to TMA, the compiler's metadata for it (block size, swizzle, element type and size)."""
 
@@ -126,8 +125,7 @@ class TensorDesc:
         return None if self.tma is None else {k: list(v) if isinstance(v, tuple) else v for k, v in self.tma}
 
 
-@dataclass(frozen=True)
-class Arg:
+class Arg(NamedTuple):
     """One argument as the caller passes it (a tree for tuples)."""
 
     kind: str  # "constexpr", "scalar", "pointer", "tensormap", "tuple", "tensordesc"
@@ -199,75 +197,92 @@ def _freeze(value):
     return value
 
 
-def _param_for(path, suffix, ty, offset):
-    """(Param, storage, alignment) for a parameter of type `ty` placed at or after `offset`."""
-    if ty.startswith("*"):
-        code, storage, align, size, read = "Q", 8, 8, 8, 0
-        kind = POINTER
-    elif ty == "nvTmaDesc":
-        code, storage, align, size, read = "128s", 128, 128, 128, 0
-        kind = TENSORMAP
-    elif ty in SCALARS:
-        code, storage, size, read = SCALARS[ty]
-        align, kind = storage, VALUE
-    else:
-        raise UnsupportedSignature(f"unknown type {ty!r}")
-    offset += (-offset) % align
-    return Param(path, suffix, ty, kind, code, offset, size, offset + read), storage
+_TYPE_INFO: dict = {}  # type string -> (kind, struct code, storage, alignment, size read, read offset)
+
+
+def _type_info(ty):
+    """How a parameter of type `ty` is stored (None for a type the launcher does not know)."""
+    info = _TYPE_INFO.get(ty)
+    if info is None:
+        if ty.startswith("*"):
+            info = (POINTER, "Q", 8, 8, 8, 0)
+        elif ty == "nvTmaDesc":
+            info = (TENSORMAP, "128s", 128, 128, 128, 0)
+        elif ty in SCALARS:
+            code, storage, size, read = SCALARS[ty]
+            info = (VALUE, code, storage, storage, size, read)
+        else:
+            return None
+        _TYPE_INFO[ty] = info
+    return info
+
+
+_ARG_KINDS = {POINTER: "pointer", TENSORMAP: "tensormap", VALUE: "scalar"}
+_new = tuple.__new__  # makes a Param or an Arg without NamedTuple's slower __new__ (planning is hot)
+
+
+class _Planner:
+    """Assigns each parameter its offset, with natural alignment, as the arguments are walked."""
+
+    def __init__(self, metas, tf32_flag):
+        self.params, self.fmt, self.offset = [], ["<", HEADER_FORMAT], HEADER_SIZE
+        self.metas, self.tf32_flag, self.desc_index = metas, tf32_flag, 0
+
+    def add(self, path, suffix, ty) -> int:
+        info = _type_info(ty)
+        if info is None:
+            raise UnsupportedSignature(f"parameter {_path_text(path)}{suffix} has an unknown type {ty!r}")
+        kind, code, storage, align, size, read = info
+        offset = self.offset
+        pad = -offset % align
+        if pad:
+            self.fmt.append(f"{pad}x")
+            offset += pad
+        self.fmt.append(code)
+        self.offset = offset + storage
+        self.params.append(_new(Param, (path, suffix, ty, kind, code, offset, size, offset + read)))
+        return len(self.params) - 1
+
+    def visit(self, path, ty) -> Arg:
+        if ty.__class__ is str:
+            if ty == "constexpr":
+                return _new(Arg, ("constexpr", ty, (), (), None))
+            if not ty.startswith("tensordesc"):
+                i = self.add(path, "", ty)
+                return _new(Arg, (_ARG_KINDS[self.params[i].kind], ty, (), (i,), None))
+            return self.tensordesc(path, ty)
+        if isinstance(ty, (tuple, list)):
+            return Arg("tuple", tuple(_freeze(ty)), tuple(self.visit(path + (i,), t) for i, t in enumerate(ty)))
+        raise UnsupportedSignature(f"parameter {_path_text(path)} has an unknown type {ty!r}")
+
+    def tensordesc(self, path, ty) -> Arg:
+        dtype, ndim, im2col = parse_tensordesc(ty)
+        if im2col:
+            raise UnsupportedSignature(f"parameter {_path_text(path)}: im2col tensor descriptors")
+        meta = None
+        if self.metas:
+            if self.desc_index >= len(self.metas):
+                raise UnsupportedSignature("fewer tensordesc_meta entries than descriptors")
+            meta = self.metas[self.desc_index]
+        self.desc_index += 1
+        parts = tensordesc_param_types(dtype, ndim, bool(self.metas), self.tf32_flag)
+        return Arg("tensordesc", ty, (), tuple(self.add(path, suffix, t) for suffix, t in parts),
+                   TensorDesc(dtype, ndim, meta))
 
 
 @functools.lru_cache(maxsize=4096)
 def _layout(types: tuple, metas: tuple, tf32_flag: bool) -> Layout:
-    params, fmt = [], ["<", HEADER_FORMAT]
-    offset = HEADER_SIZE
-    desc_index = 0
-
-    def add(path, suffix, ty):
-        nonlocal offset
-        try:
-            p, storage = _param_for(path, suffix, ty, offset)
-        except UnsupportedSignature:
-            raise UnsupportedSignature(f"parameter {_path_text(path)}{suffix} has an unknown type {ty!r}") from None
-        if p.offset != offset:
-            fmt.append(f"{p.offset - offset}x")
-        fmt.append(p.code)
-        offset = p.offset + storage
-        params.append(p)
-        return len(params) - 1
-
-    def visit(path, ty):
-        nonlocal desc_index
-        if isinstance(ty, (tuple, list)):
-            return Arg("tuple", tuple(_freeze(ty)), tuple(visit(path + (i,), t) for i, t in enumerate(ty)))
-        if not isinstance(ty, str):
-            raise UnsupportedSignature(f"parameter {_path_text(path)} has an unknown type {ty!r}")
-        if ty == "constexpr":
-            return Arg("constexpr", ty)
-        if ty.startswith("tensordesc"):
-            dtype, ndim, im2col = parse_tensordesc(ty)
-            if im2col:
-                raise UnsupportedSignature(f"parameter {_path_text(path)}: im2col tensor descriptors")
-            meta = None
-            if metas:
-                if desc_index >= len(metas):
-                    raise UnsupportedSignature("fewer tensordesc_meta entries than descriptors")
-                meta = metas[desc_index]
-            desc_index += 1
-            idx = tuple(add(path, suffix, t) for suffix, t in tensordesc_param_types(dtype, ndim, bool(metas), tf32_flag))
-            return Arg("tensordesc", ty, params=idx, desc=TensorDesc(dtype, ndim, meta))
-        i = add(path, "", ty)
-        kind = {POINTER: "pointer", TENSORMAP: "tensormap"}.get(params[i].kind, "scalar")
-        return Arg(kind, ty, params=(i,))
-
-    args = tuple(visit((i,), t) for i, t in enumerate(types))
-    if metas and desc_index != len(metas):
-        raise UnsupportedSignature(f"{len(metas)} tensordesc_meta entries for {desc_index} tensor descriptors")
-    add((), GLOBAL_SCRATCH, "*i8")
-    add((), PROFILE_SCRATCH, "*i8")
+    planner = _Planner(metas, tf32_flag)
+    args = tuple([planner.visit((i,), t) for i, t in enumerate(types)])
+    if metas and planner.desc_index != len(metas):
+        raise UnsupportedSignature(f"{len(metas)} tensordesc_meta entries for {planner.desc_index} tensor descriptors")
+    planner.add((), GLOBAL_SCRATCH, "*i8")
+    planner.add((), PROFILE_SCRATCH, "*i8")
+    fmt = planner.fmt
     fmt_all = "".join(fmt)
     fmt_before_scratch = "".join(fmt[:-2])  # the padding before the scratch pointers stays in
-    size = struct.calcsize(fmt_all)
-    return Layout((types, metas, tf32_flag), args, tuple(params), fmt_all, fmt_before_scratch, size)
+    return Layout((types, metas, tf32_flag), args, tuple(planner.params), fmt_all, fmt_before_scratch,
+                  planner.offset)
 
 
 def layout_for(types, tensordesc_meta=(), *, tf32_flag: bool) -> Layout:
