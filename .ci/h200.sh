@@ -1,31 +1,79 @@
 #!/usr/bin/env bash
-# The one script for the H200 (see ../shared/device.md): build the extension there, run every
-# test (CPU and GPU), the demo and the launch benchmarks; logs and results go to $OUT.
-# Usage (device tool, with .whl carried): bash .ci/h200.sh [pytest -k expression]
+# The one script for the GPU machine: set up there (carried wheels, optionally another Triton),
+# build the extension, then run the phases asked for; logs and results go to $OUT.
+#
+#   bash .ci/h200.sh [--triton-tar .triton/triton-3.9.0.tar.xz] PHASE...
+#
+# Carry .whl (the cffi, pycparser and setuptools wheels for the machine's Python 3.12: that machine
+# has no network) and, for another Triton, the tarball of tools made small enough to carry.
+# Phases:
+#   tests [EXPR]   every test (GPU ones included) or those matching the -k expression
+#   gpu            the GPU-marked tests only
+#   triton-tests   Triton's own runtime tests in .device/triton_tests (fetched separately, never
+#                  committed), stock and then with launcher installed and its fast dispatch on
+#   bench NAME     python -m launcher bench into $OUT/NAME (compared with an earlier NAME given
+#                  to compare)
+#   compare A B    python -m launcher bench --compare $OUT/A/bench.json $OUT/B/bench.json
+#   demo           python -m launcher demo
+#   profile        bench/quick_profile.py
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+TAR=""
+if [ "${1:-}" = "--triton-tar" ]; then TAR=$2; shift 2; fi
+
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-python3 -m pip install -q --no-build-isolation --no-deps --no-index -e . 2>&1 | tail -3 || exit 1
-nvidia-smi --query-gpu=name,driver_version --format=csv
-python3 -m launcher info
-K=${1:-}
-python3 -m pytest tests -q -rs -s -p no:cacheprovider ${K:+-k "$K"} > "$OUT/tests.log" 2>&1
-echo "tests exit: $?" | tee -a "$OUT/tests.log"
-grep -E "^(FAILED|ERROR)|passed|failed|1,000,000 launches|10,000 launchers|FAULT|ok  |FAIL " "$OUT/tests.log"
-if [ -z "$K" ] || [ -n "${LAUNCHER_RUN_DEMO:-}" ]; then
-  python3 -m launcher demo 2>&1
+if [ -n "$TAR" ]; then
+  mkdir -p /tmp/tv && tar -xJf "$TAR" -C /tmp/tv || exit 1
+  export PYTHONPATH=/tmp/tv:$PYTHONPATH TRITON_BACKENDS_IN_TREE=1 TRITON_DEFAULT_FP_FUSION=1
 fi
-if [ -n "${LAUNCHER_RUN_BENCH:-}" ]; then
-  python3 -m launcher bench --out "$OUT" > "$OUT/bench.log" 2>&1
-  grep -E "passed|failed|SKIPPED" "$OUT/bench.log"
-  python3 bench/quick_profile.py 2>&1
-  # Where the Python time of a launch goes (py-spy is brought as a wheel in .whl).
-  if command -v py-spy >/dev/null || [ -x /tmp/site/bin/py-spy ]; then
-    PYSPY=$(command -v py-spy || echo /tmp/site/bin/py-spy)
-    "$PYSPY" record -r 5000 -f raw -o "$OUT/pyspy.txt" -- python3 bench/quick_profile.py > /dev/null 2>&1
-    python3 bench/pyspy_top.py "$OUT/pyspy.txt" 2>&1 | head -30
-  fi
-fi
+python3 -m pip install -q --no-build-isolation --no-deps --no-index -e . > "$OUT/build.log" 2>&1 \
+  || { tail -20 "$OUT/build.log"; exit 1; }
+TV=$(python3 -c "import triton; print(triton.__version__)")
+echo "== Triton $TV, $(python3 -c 'import torch; print("torch", torch.__version__)'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+export TRITON_CACHE_DIR=/tmp/triton-cache-$TV
+tag=t${TV//./}
+
+while [ $# -gt 0 ]; do
+  phase=$1; shift
+  case $phase in
+    tests|gpu)
+      K=""; M=""
+      if [ "$phase" = tests ] && [ $# -gt 0 ] && [[ $1 != -* ]] && ! [[ $1 =~ ^(gpu|triton-tests|bench|compare|demo|profile)$ ]]; then K=$1; shift; fi
+      [ "$phase" = gpu ] && M="gpu"
+      python3 -m pytest tests -q -rs -s -p no:cacheprovider ${K:+-k "$K"} ${M:+-m "$M"} > "$OUT/$tag-$phase.log" 2>&1
+      echo "-- $phase exit $?"
+      grep -E "^(FAILED|ERROR)|passed|failed|rank [0-9]|launches: Python heap|launchers and module loads|cases, [0-9]+ failed" "$OUT/$tag-$phase.log" | tail -25
+      ;;
+    triton-tests)
+      for mode in stock launcher; do
+        if [ "$mode" = stock ]; then envs="LAUNCHER_TRITON_TESTS_STOCK=1"; else envs="LAUNCHER_FAST_DISPATCH=1"; fi
+        (cd .device/triton_tests && env $envs TRITON_CACHE_DIR=/tmp/tt-cache-$mode python3 -m pytest -q -p no:cacheprovider \
+          -p conftest_launcher -rf test_launch.py test_cache.py test_specialize.py > "$OUT/$tag-triton-$mode.log" 2>&1)
+        echo "-- Triton's runtime tests, $mode: $(grep -E '^[0-9]+ (passed|failed)|passed|failed' "$OUT/$tag-triton-$mode.log" | tail -1)"
+        grep -E "^FAILED|fast dispatch" "$OUT/$tag-triton-$mode.log" | head -20
+      done
+      ;;
+    bench)
+      name=$1; shift
+      python3 -m launcher bench --out "$OUT/$name" > "$OUT/$name.log" 2>&1
+      echo "-- bench $name exit $?"; tail -4 "$OUT/$name.log"
+      ;;
+    compare)
+      a=$1; b=$2; shift 2
+      python3 -m launcher bench --compare "$OUT/$a/bench.json" "$OUT/$b/bench.json" --out "$OUT/$a-vs-$b" 2>&1 | tail -40
+      echo "-- compare exit ${PIPESTATUS[0]}"
+      ;;
+    demo)
+      python3 -m launcher demo 2>&1 | tail -40
+      ;;
+    profile)
+      python3 bench/quick_profile.py 2>&1 | tail -40
+      ;;
+    *)
+      echo "unknown phase $phase"; exit 2
+      ;;
+  esac
+done
