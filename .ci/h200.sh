@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The one script for the H200 (see ../shared/device.md): build the extension there, run every
-# test (CPU and GPU), the demo and the launch benchmarks; logs and results go to $OUT.
-# Usage (device tool, with .whl carried): bash .ci/h200.sh [pytest -k expression]
+# The one script for the GPU machine (an H200 with no package index to install from): build the
+# extension there, run every test (CPU and GPU), the demo and the launch benchmarks; logs and
+# results go to $OUT. Wheels the machine lacks (setuptools>=77 for the build among them) are
+# carried in .whl/ and installed into /tmp/site, which goes first on PYTHONPATH.
+# Usage, from the repository root, with .whl/ beside it: bash .ci/h200.sh [pytest -k expression]
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
