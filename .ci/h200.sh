@@ -4,8 +4,9 @@
 #
 #   bash .ci/h200.sh [--triton-tar .triton/triton-3.9.0.tar.xz] PHASE...
 #
-# Carry .whl (the cffi, pycparser and setuptools wheels for the machine's Python 3.12: that machine
-# has no network) and, for another Triton, the tarball of tools made small enough to carry.
+# Carry .whl (the cffi, pycparser and setuptools>=77 wheels for the machine's Python 3.12: that
+# machine has no network; they are installed into /tmp/site, first on PYTHONPATH) and, for another
+# Triton, the tarball of it made small enough to carry.
 # Phases:
 #   tests [EXPR]   every test (GPU ones included) or those matching the -k expression
 #   gpu            the GPU-marked tests only

@@ -3,9 +3,66 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+
+HOOK = "launcher-autoinstall.pth"
+
+
+def _site_dirs() -> list[str]:
+    import site
+
+    dirs = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    if site.ENABLE_USER_SITE:
+        dirs.append(site.getusersitepackages())
+    return list(dict.fromkeys(dirs))
+
+
+def _install_kind() -> tuple[str, str]:
+    """("editable" | "wheel" | "not installed", where) for the launcher this process imports."""
+    import json
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("launcher")
+    except metadata.PackageNotFoundError:
+        return "not installed", str(Path(__file__).resolve().parent)
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        direct = {}
+    where = str(dist.locate_file(""))
+    return ("editable" if direct.get("dir_info", {}).get("editable") else "wheel"), where
+
+
+def autoinstall_status(site_dirs: list[str] | None = None, environ=None) -> list[str]:
+    """What LAUNCHER_INSTALL=1 does in this Python, and why, as lines for `info`."""
+    environ = os.environ if environ is None else environ
+    site_dirs = _site_dirs() if site_dirs is None else site_dirs
+    hooks = [os.path.join(d, HOOK) for d in site_dirs if os.path.isfile(os.path.join(d, HOOK))]
+    value = environ.get("LAUNCHER_INSTALL", "")
+    active = value not in ("", "0")
+    if hooks:
+        lines = [f"hook installed: {hooks[0]}"]
+        if active:
+            lines.append(f"LAUNCHER_INSTALL={value}: launcher.install() runs when triton is imported")
+        else:
+            lines.append("LAUNCHER_INSTALL is not set: the hook does nothing (set it to 1 to install "
+                         "launcher in every process of this Python)")
+        return lines
+    kind, where = _install_kind()
+    if kind == "not installed":
+        why = (f"launcher is not installed in this Python; it is imported from {where} through sys.path. "
+               "`pip install .` or `pip install -e .` installs the hook")
+    elif kind == "editable":
+        why = ("this editable install did not put it there (one made by an older launcher, or by "
+               "`setup.py develop`); `pip install -e .` again installs it")
+    else:
+        why = "the installed files are incomplete; reinstall launcher"
+    return [f"hook NOT installed: no {HOOK} in {', '.join(site_dirs) or 'any site-packages'}",
+            f"so LAUNCHER_INSTALL=1 does nothing here{' (it is set)' if active else ''}: {why}. "
+            "launcher.install() works either way"]
 
 
 def info(args) -> int:
@@ -37,7 +94,19 @@ def info(args) -> int:
             print(f"  device {i}: {driver.device_name(i)}")
     except driver.CudaError as e:
         print(f"CUDA driver    {e}")
-    print(f"installed      {launcher.is_installed()}")
+    installed = launcher.is_installed()
+    how = ""
+    if installed and "launcher._autoinstall" in sys.modules:
+        how = " (by LAUNCHER_INSTALL=1, through the .pth hook)"
+    elif not installed:
+        how = " (launcher.install() has not run in this process)"
+    print(f"installed      {installed}{how}")
+    for i, line in enumerate(autoinstall_status()):
+        print(f"{'autoinstall' if i == 0 else '':14s} {line}")
+    fd = launcher.fast_dispatch_stats()
+    fallbacks = ", ".join(f"{n} {why}" for why, n in sorted(fd["fallbacks"].items(), key=lambda kv: -kv[1])) or "none"
+    print(f"fast dispatch  {'on' if fd['enabled'] else 'off'}: {fd['guarded kernels']} kernels guarded, "
+          f"hits {fd['hits']}, misses {fd['misses']}, fallbacks: {fallbacks}")
     s = launcher.module_cache().snapshot()
     print(f"module cache   capacity {launcher.module_cache().capacity}, {s.modules} loaded "
           f"({s.held} held, {s.bytes_held} bytes), hits {s.hits}, misses {s.misses}, "
@@ -55,21 +124,40 @@ def bench(args) -> int:
     return cli.main(args)
 
 
+COMMANDS = (
+    ("demo", "compile a few kernels, show what the fence check finds; on a GPU, launch through stock Triton "
+             "and launcher and compare"),
+    ("info", "versions, native library, CUDA driver and devices, whether launcher is installed "
+             "(and the LAUNCHER_INSTALL hook), cache counters"),
+    ("check", "fence-check .ptx/.ttgir files or a Triton cache directory (`check --help`)"),
+    ("bench", "launch-latency benchmarks on a GPU -> JSON, Markdown, PNG"),
+)
+
+
+def _prog() -> str:
+    """`python -m launcher` or `launcher` (the console script), as the user typed it."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "python -m launcher" if name in ("", "-c", "__main__.py") else name
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "check":
         from launcher import fence
 
         return fence.main(argv[1:])
-    ap = argparse.ArgumentParser(prog="python -m launcher", description=__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("info", help="versions, driver, devices, caches")
-    sub.add_parser("check", help="check PTX/TTGIR files or a Triton cache for missing proxy fences")
-    sub.add_parser("demo", help="compile kernels, check their fences, compare launchers on a GPU")
-    b = sub.add_parser("bench", help="launch-latency suite (GPU) -> JSON, Markdown, PNG; or compare two runs",
-                       description="Interleaved launch-latency benchmarks. Exit status: 0 measured, 1 a test "
-                                   "failed or (--compare) a ratio differs, 2 unreadable input, 3 nothing can be "
-                                   "measured here (no GPU, torch, Triton or pytest-benchmark).")
+    prog = _prog()
+    ap = argparse.ArgumentParser(
+        prog=prog,
+        description="launcher: a precompiled, checked drop-in replacement for Triton's NVIDIA kernel launcher. "
+                    "The same commands run as `launcher COMMAND` and `python -m launcher COMMAND`.",
+        epilog=f"`{prog} COMMAND --help` shows a command's options.")
+    sub = ap.add_subparsers(dest="cmd", title="commands", metavar="COMMAND")
+    parsers = {name: sub.add_parser(name, help=text, description=text) for name, text in COMMANDS}
+    b = parsers["bench"]
+    b.description = ("Interleaved launch-latency benchmarks. Exit status: 0 measured, 1 a test failed or "
+                     "(--compare) a ratio differs, 2 unreadable input, 3 nothing can be measured here (no GPU, "
+                     "torch, Triton or pytest-benchmark).")
     b.add_argument("--out", default=None, metavar="DIR",
                    help="where bench.json, bench.md and bench.png go ($LAUNCHER_BENCH_OUT, else ./bench-results)")
     b.add_argument("--rounds", type=int, help="interleaved rounds per kernel (default 40)")
@@ -82,6 +170,9 @@ def main(argv=None) -> int:
     b.add_argument("--hot-only", action="store_true", help="for --compare: only the hot launch paths")
     b.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = ap.parse_args(argv)
+    if args.cmd is None:  # no command: say what there is
+        ap.print_help()
+        return 0
     if args.cmd == "info":
         return info(args)
     if args.cmd == "demo":

@@ -40,10 +40,16 @@ def is_installed() -> bool:
 
 
 def _fence_policy(policy: str | None) -> str:
-    policy = (policy or os.environ.get("LAUNCHER_FENCE_CHECK", "") or "warn").strip().lower()
-    if policy not in FENCE_POLICIES:
-        raise ValueError(f"LAUNCHER_FENCE_CHECK must be one of {', '.join(FENCE_POLICIES)}, got {policy!r}")
-    return policy
+    """The policy given as the fence_check argument, else $LAUNCHER_FENCE_CHECK, else "warn"; an
+    invalid one is named where it came from (the argument or the environment variable)."""
+    if policy is not None:
+        source, value = "fence_check", policy
+    else:
+        source, value = "LAUNCHER_FENCE_CHECK", os.environ.get("LAUNCHER_FENCE_CHECK", "").strip() or "warn"
+    normalised = value.strip().lower() if isinstance(value, str) else value
+    if normalised not in FENCE_POLICIES:
+        raise ValueError(f"{source} must be one of {', '.join(FENCE_POLICIES)}, got {value!r}")
+    return normalised
 
 
 def _existing_drivers(nv):

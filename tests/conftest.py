@@ -1,8 +1,31 @@
-"""Shared test setup: the `gpu` marker and a fixture for a PATH with no C compiler."""
+"""Shared test setup: a temporary Triton cache, the `gpu` marker and a fixture for a PATH with no
+C compiler."""
+import atexit
 import os
 import shutil
+import tempfile
 
 import pytest
+
+
+def triton_cache_dir_for_tests(environ) -> tuple[str, bool]:
+    """(Triton cache directory for this test run, whether the tests made it). The user's own
+    TRITON_CACHE_DIR is kept; otherwise a fresh temporary directory, so that the tests never fill
+    ~/.triton/cache."""
+    if environ.get("TRITON_CACHE_DIR"):
+        return environ["TRITON_CACHE_DIR"], False
+    return tempfile.mkdtemp(prefix="launcher-tests-triton-cache-"), True
+
+
+# Set before any test module imports Triton; subprocesses of the tests inherit it.
+TRITON_CACHE_DIR, _MADE_CACHE = triton_cache_dir_for_tests(os.environ)
+os.environ["TRITON_CACHE_DIR"] = TRITON_CACHE_DIR
+if _MADE_CACHE:
+    atexit.register(shutil.rmtree, TRITON_CACHE_DIR, ignore_errors=True)
+
+
+def pytest_report_header(config):
+    return f"Triton cache: {TRITON_CACHE_DIR} ({'temporary' if _MADE_CACHE else 'TRITON_CACHE_DIR'})"
 
 
 def _gpu_available() -> bool:

@@ -54,6 +54,22 @@ def test_fence_policy_is_validated(clean, monkeypatch):
     assert not launcher.is_installed()
 
 
+def test_bad_fence_check_argument_names_the_argument(clean, monkeypatch):
+    """The error names what the user gave: the argument, or LAUNCHER_FENCE_CHECK only when the
+    policy came from the variable."""
+    monkeypatch.delenv("LAUNCHER_FENCE_CHECK", raising=False)
+    with pytest.raises(ValueError, match=r"^fence_check must be one of off, warn, error, got 'bogus'$"):
+        launcher.install(fence_check="bogus")
+    monkeypatch.setenv("LAUNCHER_FENCE_CHECK", "warn")
+    with pytest.raises(ValueError, match=r"^fence_check must be one of off, warn, error, got ''$"):
+        with launcher.installed(fence_check=""):
+            pass
+    assert not launcher.is_installed()
+    monkeypatch.setenv("LAUNCHER_FENCE_CHECK", "loud")
+    launcher.install(fence_check="ERROR")  # an argument wins over the variable, in any case
+    assert sys.modules["launcher.install"]._state["fence"].policy == "error"
+
+
 def test_fence_hook_is_added_to_the_load_hook_chain_and_removed(clean):
     from triton import knobs
 
