@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from launcher import demo, fence, versions
+from launcher import demo, fence, triton_adapter
 
-VERSION = versions.triton_version()
+VERSION = triton_adapter.triton_version()
 TMA_STORE_LINE = next(i for i, text in enumerate(inspect.getsource(demo).splitlines(), 1)
                       if text.strip() == "tma_store(desc, [0, 0], smem)")
 PYTHON_LINE = f"demo.py:{TMA_STORE_LINE}"
