@@ -273,7 +273,7 @@ def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
 
 # -- the guarded fast path in front of kernel[grid] (launcher.fast_dispatch) --
 GUARD_TEMPLATE = '''\
-def run({params}, *, grid, warmup, **_lg_options):
+def run({params}*, grid, warmup, **_lg_options):
     """kernel[grid](...) through launcher's guard: the compiled kernel Triton chose for this
     call's key, launched directly; anything else takes Triton's own path (generated for {name})."""
     if warmup or _lg_JIT.pre_run_hooks or _lg_RT.add_stages_inspection_hook is not None:
@@ -361,7 +361,7 @@ def generate_guard(name: str, params, namespace: dict):
         lines.append(f"        else:")
         lines.append(f"            {k} = _lg_classify({a}, {specialize}, {align})")
     bound = ", ".join(f"{n!r}: {n}" for n in names)
-    source = GUARD_TEMPLATE.format(params=", ".join(sig), name=name, names=", ".join(names) + ("," if len(names) == 1 else ""),
+    source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=", ".join(names) + ("," if len(names) == 1 else ""),
                                    classify="".join(x + "\n" for x in lines), keys=", ".join(keys), bound=bound)
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     filename = f"<launcher generated guard {digest}>"

@@ -136,6 +136,22 @@ def test_the_guard_launches_the_kernel_triton_chooses_with_its_bytes(cpu, x, n, 
     assert got == want
 
 
+@triton.jit
+def no_params():
+    pass
+
+
+def test_a_kernel_without_parameters_is_guarded():
+    triton_ = CpuTriton()
+    guard = Guard(no_params, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
+    try:
+        first = guard.run(grid=(1,), warmup=False)
+        second = guard.run(grid=(1,), warmup=False)
+        assert first is second and triton_.runs == 1 and guard.hits[0] == 1
+    finally:
+        no_params.__dict__.pop("run", None)
+
+
 def test_a_repeated_call_hits_without_triton(cpu):
     triton_, guard = cpu
     x = FakeTensor(A0, tl.float32)
