@@ -15,6 +15,14 @@ from launcher.modules import ModuleCache, SharedMemoryError
 from launcher.spec import Conventions, LaunchSpec, SpecError
 from launcher.tensormap import TensorMap
 
+# Bundles: kernels exported from Triton, called without it (docs/bundles.md).
+from launcher.allocation import set_allocator
+from launcher.bundle_export import capture, export
+from launcher.bundle_format import BundleError
+from launcher.bundle_kernel import Bundle, BundleKernel, load_bundle
+from launcher.tensordesc import TensorDescriptor
+from launcher.variants import NoVariantError
+
 
 def clear_pointer_cache() -> None:
     """Forget the device memory ranges that pointer checks remember (in every thread).
@@ -33,4 +41,6 @@ __all__ = [
     "BoundLaunch", "Conventions", "CudaDriverNotFound", "CudaError", "CudaLauncher", "LaunchSpec",
     "ModuleCache", "PlanError", "SharedMemoryError", "SpecError", "TensorMap", "UnsupportedKernel",
     "clear_pointer_cache", "install", "installed", "is_installed", "module_cache", "uninstall",
+    "Bundle", "BundleError", "BundleKernel", "NoVariantError", "TensorDescriptor", "capture", "export",
+    "load_bundle", "set_allocator",
 ]
