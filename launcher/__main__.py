@@ -1,4 +1,4 @@
-"""`python -m launcher info | check | demo | bench`."""
+"""`python -m launcher info | check | inspect | demo | bench`."""
 from __future__ import annotations
 
 import argparse
@@ -85,10 +85,15 @@ def main(argv=None) -> int:
         from launcher import fence
 
         return fence.main(argv[1:])
+    if argv and argv[0] == "inspect":
+        from launcher import bundle_inspect
+
+        return bundle_inspect.main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m launcher", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="versions, driver, devices, caches")
     sub.add_parser("check", help="check PTX/TTGIR files or a Triton cache for missing proxy fences")
+    sub.add_parser("inspect", help="list the kernels, variants and autotune choices of a bundle")
     sub.add_parser("demo", help="compile kernels, check their fences, compare launchers on a GPU")
     b = sub.add_parser("bench", help="launch-latency benchmarks (GPU) -> JSON, Markdown, PNG")
     b.add_argument("--out", default=os.environ.get("LAUNCHER_BENCH_OUT", "bench-results"))
