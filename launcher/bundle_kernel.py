@@ -121,7 +121,7 @@ def {fname}({signature}):
         _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid
     else:
         _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_entry.grid3(_launcher_grid, _launcher_args)
-    if _launcher_entry.fills:
+    if _launcher_entry.adjusts:
         _launcher_args = _launcher_entry.complete(_launcher_args)
     _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2,
                         _launcher_entry.stream() if {stream} is None else _launcher_stream_of({stream}),
@@ -174,26 +174,47 @@ def _stream_of(stream):
 class _Entry:
     """What a specialization key chose: the launcher, CUfunction and fills of one variant on one device."""
 
-    __slots__ = ("kernel", "variant", "run", "function", "metadata", "fills", "stream", "meta_names")
+    __slots__ = ("kernel", "variant", "run", "function", "metadata", "fills", "arrays", "adjusts", "stream")
 
-    def __init__(self, kernel, variant, run, function, fills, stream):
+    def __init__(self, kernel, variant, run, function, fills, arrays, stream):
         self.kernel = kernel
         self.variant = variant
         self.run = run
         self.function = function
         self.metadata = variant.spec.packed_metadata
         self.fills = fills  # ((index, value), ...) for the arguments the call did not pass
+        self.arrays = arrays  # indices of arguments holding __cuda_array_interface__ objects
+        self.adjusts = bool(fills or arrays)
         self.stream = stream
-        self.meta_names = kernel.names
 
     def complete(self, args):
+        """The arguments as the launcher takes them: the fills in, device arrays as addresses."""
         args = list(args)
         for i, value in self.fills:
             args[i] = value
+        for i in self.arrays:
+            args[i] = addresses(args[i])
         return tuple(args)
 
     def grid3(self, grid, args):
-        return self.kernel.grid3(grid, self.complete(args) if self.fills else args)
+        if self.fills:
+            args = list(args)
+            for i, value in self.fills:
+                args[i] = value
+        return self.kernel.grid3(grid, args)
+
+
+def _is_array(v) -> bool:
+    return getattr(v, "data_ptr", None) is None and getattr(v, "__cuda_array_interface__", None) is not None
+
+
+def addresses(value):
+    """`value` with every __cuda_array_interface__ object (in tuples too) replaced by its address."""
+    if isinstance(value, (tuple, list)):
+        return tuple(addresses(v) for v in value)
+    if _is_array(value):
+        return int(value.__cuda_array_interface__["data"][0])
+    return value
 
 
 class BundleKernel:
@@ -297,7 +318,7 @@ class BundleKernel:
             variant, values = self._prepare(bound, options, self._arch(None) if arch is None else arch)
             g = self.grid3(grid, values)
             return self._launcher(variant).dry_run(*g, 0 if stream is None else _stream_of(stream), 0,
-                                                   variant.spec.packed_metadata, None, None, None, *values)
+                                                   variant.spec.packed_metadata, None, None, None, *addresses(values))
 
         return run
 
@@ -328,7 +349,7 @@ class BundleKernel:
                 self._cache[key] = entry
         g0, g1, g2 = self.grid3(grid, values)
         entry.run(g0, g1, g2, entry.stream() if stream is None else _stream_of(stream), entry.function,
-                  entry.metadata, None, None, None, *values)
+                  entry.metadata, None, None, None, *addresses(values))
 
     def _arch(self, device):
         if device is None:
@@ -352,12 +373,13 @@ class BundleKernel:
         if function is None:
             function = self._load(variant, device)
         fills = tuple((i, values[i]) for i, v in enumerate(args) if v is V.MISSING)
+        arrays = tuple(i for i, v in enumerate(values) if any(_is_array(x) for x in _leaves((v,))))
         torch = sys.modules.get("torch")
         uses_torch = torch is not None and any(isinstance(v, torch.Tensor) or isinstance(getattr(v, "base", None),
                                                                                           torch.Tensor)
                                                for v in _leaves(values))
         stream = functools.partial(_torch_stream, device) if uses_torch else _default_stream
-        return _Entry(self, variant, self._launcher(variant), function, fills, stream)
+        return _Entry(self, variant, self._launcher(variant), function, fills, arrays, stream)
 
     def _load(self, variant, device):
         from launcher.install import module_cache

@@ -400,6 +400,7 @@ class Chooser:
                 if k not in options and k in variant.options and not _same_option(variant.options[k], default):
                     return (f"it was compiled with {k}={variant.options[k]!r}; the call passes no {k}, and "
                             f"Triton's default is {default!r} (pass {k}={variant.options[k]!r})")
+        variant.check.failed_at = None
         try:
             variant.check(values)
         except AssumptionError as e:
@@ -438,13 +439,17 @@ class Chooser:
                              f"{listing}")
 
     def _nothing_fits(self, reasons, arch) -> str:
-        params = set()
+        counts = {}
         for v, _why in reasons:
             path = v.check.failed_at
-            if path is not None:
-                params.add(v.spec.arg_name(path))
-        head = (f"parameter {next(iter(params))!r} fits no variant" if len(params) == 1
-                else "no variant fits these arguments")
+            name = v.spec.arg_name(path) if path is not None else "compile options"
+            counts[name] = counts.get(name, 0) + 1
+        ranked = sorted(counts, key=lambda n: -counts[n])
+        if len(ranked) == 1 and ranked[0] != "compile options":
+            head = f"parameter {ranked[0]!r} fits no variant"
+        else:
+            head = "no variant fits these arguments (" + ", ".join(
+                f"{n if n == 'compile options' else 'parameter ' + repr(n)} rules out {counts[n]}" for n in ranked) + ")"
         listing = "\n".join(f"  {v.describe()}: {why}" for v, why in reasons)
         where = f" for sm_{arch}" if arch is not None else ""
         return f"kernel {self.name!r}: {head}; the variants{where}:\n{listing}"
