@@ -32,6 +32,7 @@ import weakref
 
 from launcher import allocation, driver
 from launcher import bundle_format as BF
+from launcher import spec as S
 from launcher import variants as V
 from launcher.cuda_launcher import CudaLauncher
 from launcher.specialization import _tensordesc_type
@@ -91,6 +92,26 @@ def key_of(v):
     return (cls, v)
 
 
+def key_of_pointer(v):
+    """key_of for a parameter every variant takes as a pointer: a tensor, first."""
+    try:
+        return (v.__class__, v.dtype, v.data_ptr() % 16 == 0)
+    except AttributeError:  # an int address, None, a __cuda_array_interface__ object, a dtype-less object
+        return key_of(v)
+
+
+_SMALL_INTS = [_INT_KEYS[(0, neg, d)] for neg in (False, True) for d in (False, True)]
+
+
+def key_of_int(v):
+    """key_of for a parameter every variant takes as an integer (or specialized from one)."""
+    if v.__class__ is int and -0x80000000 <= v <= 0x7FFFFFFF:
+        if v == 1:
+            return _ONE
+        return _SMALL_INTS[(v < 0) * 2 + (v % 16 == 0)]
+    return key_of(v)
+
+
 def raw_key(v):
     """The key of an argument whose exact value matters (autotune keys, heuristics inputs)."""
     cls = v.__class__
@@ -105,7 +126,9 @@ def constexpr_key(v):
 
 # ---- the generated call ----
 _TEMPLATE = '''\
-def {fname}({signature}):
+def {fname}(_launcher_grid, /, {signature}):
+    if _launcher_extra:
+        _launcher_too_many({count}, _launcher_extra)
     _launcher_args = ({names})
     if _launcher_options:
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, _launcher_options, None)
@@ -117,8 +140,11 @@ def {fname}({signature}):
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, _launcher_key)
     except Exception:
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, None)
-    if _launcher_grid.__class__ is tuple and len(_launcher_grid) == 3:
+    _launcher_n = len(_launcher_grid) if _launcher_grid.__class__ is tuple else 0
+    if _launcher_n == 3:
         _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid
+    elif _launcher_n == 1:
+        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid[0], 1, 1
     else:
         _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_entry.grid3(_launcher_grid, _launcher_args)
     if _launcher_entry.adjusts:
@@ -134,10 +160,14 @@ def {fname}({signature}):
 '''
 
 
-def _signature(params, layer_names, with_grid):
+def _signature(params, layer_names, with_extra):
+    """The parameter list of a generated function with the kernel's own parameters: those a
+    layer may supply or with a default get a MISSING default (the real one is filled in later,
+    so that the call path knows what the caller passed), `stream=` unless the kernel has a
+    parameter of that name, surplus positional arguments in `_launcher_extra` (to say how many
+    the kernel takes) and compile options in `**_launcher_options`."""
     positional, keyword = [], []
     defaulted = False
-    namespace = {}
     for p in params:
         if p.has_default or p.name in layer_names:
             text = f"{p.name}=_launcher_MISSING"
@@ -149,11 +179,12 @@ def _signature(params, layer_names, with_grid):
         (keyword if p.keyword_only else positional).append(text)
     names = [p.name for p in params]
     stream = "stream" if "stream" not in names else "None"
-    tail = (["_launcher_grid"] if with_grid else []) + (["stream=None"] if stream == "stream" else [])
-    parts = positional + ["*"] + keyword + tail + ["**_launcher_options"]
+    star = ["*_launcher_extra"] if with_extra else ["*"]
+    tail = ["stream=None"] if stream == "stream" else []
+    parts = positional + star + keyword + tail + ["**_launcher_options"]
     if parts[len(positional)] == "*" and len(parts) == len(positional) + 2:  # '*' then only **options
         parts.remove("*")
-    namespace.update(_launcher_MISSING=V.MISSING, _launcher_REQUIRED=REQUIRED)
+    namespace = {"_launcher_MISSING": V.MISSING, "_launcher_REQUIRED": REQUIRED}
     return ", ".join(parts), stream, namespace
 
 
@@ -247,23 +278,35 @@ class BundleKernel:
                 layer_names.update(layer.names)
                 for inputs, _ in layer.records:
                     raw.update(inputs)
-        self._call = self._generate(layer_names, raw)
-        signature, stream, namespace = _signature(self.params, layer_names, with_grid=False)
+        self._call = self._generate(layer_names, raw, variants)
+        signature, stream, namespace = _signature(self.params, layer_names, with_extra=False)
         self._bind = _compile(_BIND.format(fname=self.function, signature=signature,
                                            names="".join(f"{n}, " for n in self.names), stream=stream),
                               f"<launcher bundle bind {self.name}>", namespace, self.function)
         self._bind.__qualname__ = self.name
 
-    def _generate(self, layer_names, raw):
-        signature, stream, namespace = _signature(self.params, layer_names, with_grid=True)
+    def _generate(self, layer_names, raw, variants):
+        signature, stream, namespace = _signature(self.params, layer_names, with_extra=True)
         keys = []
         for i, p in enumerate(self.params):
-            fn = constexpr_key if p.constexpr else raw_key if p.name in raw else key_of
+            kinds = {v.spec.args[i].kind for v in variants}
+            types = {v.spec.args[i].type for v in variants}
+            if p.constexpr:
+                fn = constexpr_key
+            elif p.name in raw:
+                fn = raw_key
+            elif kinds == {"pointer"}:
+                fn = key_of_pointer
+            elif kinds <= {"scalar", "constexpr"} and types - {"constexpr"} <= set(S.INT_RANGES) - {"i1", "u1"}:
+                fn = key_of_int
+            else:
+                fn = key_of
             namespace[f"_launcher_k{i}"] = fn
             keys.append(f"_launcher_k{i}({p.name}), ")
+        positional = sum(1 for p in self.params if not p.keyword_only)
         namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache, _launcher_device=_current_device,
-                         _launcher_stream_of=_stream_of)
-        source = _TEMPLATE.format(fname=self.function, signature=signature, stream=stream,
+                         _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many)
+        source = _TEMPLATE.format(fname=self.function, signature=signature, stream=stream, count=positional,
                                   names="".join(f"{n}, " for n in self.names), keys="".join(keys))
         fn = _compile(source, f"<launcher bundle call {self.name}>", namespace, self.function)
         fn.__qualname__ = self.name
@@ -273,7 +316,12 @@ class BundleKernel:
         return f"<bundled kernel {self.name} ({len(self.chooser.variants)} variants)>"
 
     def __getitem__(self, grid):
-        return functools.partial(self._call, _launcher_grid=grid)
+        return functools.partial(self._call, grid)
+
+    def _too_many(self, count, extra):
+        raise TypeError(f"kernel {self.name!r} takes {count} positional arguments "
+                        f"({', '.join(p.name for p in self.params if not p.keyword_only)}) but "
+                        f"{count + len(extra)} were given")
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel {self.name!r} is launched as kernel[grid](*args, **kwargs)")
@@ -444,14 +492,26 @@ def _release(modules):
 
 
 # ---- devices and streams ----
+_torch_raw = []  # [torch._C's current-device and current-raw-stream functions], once torch's CUDA is up
+
+
 def _current_device() -> int:
+    """torch's current device when torch is imported, else the driver's current device."""
     torch = sys.modules.get("torch")
-    if torch is not None:
-        return torch.cuda.current_device()
-    return driver.current_device()
+    if torch is None:
+        return driver.current_device()
+    if _torch_raw:
+        return _torch_raw[0]()
+    device = torch.cuda.current_device()  # initializes torch's CUDA state the first time
+    raw = (getattr(torch._C, "_cuda_getDevice", None), getattr(torch._C, "_cuda_getCurrentRawStream", None))
+    if None not in raw:
+        _torch_raw[:] = raw
+    return device
 
 
 def _torch_stream(device):
+    if _torch_raw:
+        return _torch_raw[1](device)
     import torch
 
     return torch.cuda.current_stream(device).cuda_stream

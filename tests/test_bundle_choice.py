@@ -146,7 +146,9 @@ def test_the_variant_chosen_is_tritons_specialization_or_the_most_specialised_co
         atoms = [kernel.chooser.by_id[v.id].atoms for v in implied]
         assert not implied or not any(all(a >= b for b in atoms) for a in atoms), error
     # the call path caches the choice by this key: equal keys must choose alike
-    key = tuple(BK.key_of(v) for v in args) + (BK.constexpr_key(kwargs.get("BLOCK", BK.V.MISSING)),)
+    namespace = kernel._call.__globals__  # the key functions the generated call uses, one per parameter
+    values = args + (kwargs.get("BLOCK", BK.V.MISSING),)
+    key = tuple(namespace[f"_launcher_k{i}"](v) for i, v in enumerate(values))
     got = chosen.id if chosen is not None else None
     assert _KEYS.setdefault(key, got) == got, (key, args)
 
