@@ -15,13 +15,6 @@ from launcher.modules import ModuleCache, SharedMemoryError
 from launcher.spec import Conventions, LaunchSpec, SpecError
 from launcher.tensormap import TensorMap
 
-# Bundles: kernels exported from Triton, called without it (docs/bundles.md).
-from launcher.allocation import set_allocator
-from launcher.bundle_export import capture, export
-from launcher.bundle_format import BundleError
-from launcher.bundle_kernel import Bundle, BundleKernel, load_bundle
-from launcher.tensordesc import TensorDescriptor
-from launcher.variants import NoVariantError
 
 
 def clear_pointer_cache() -> None:
@@ -33,6 +26,27 @@ def clear_pointer_cache() -> None:
     from launcher import driver
 
     driver.pointer_cache_clear()
+
+
+# Bundles: kernels exported from Triton, called without it (docs/bundles.md). Imported on first
+# use, so that `import launcher` costs the drop-in's users nothing more.
+_BUNDLE_NAMES = {
+    "export": "launcher.bundle_export", "capture": "launcher.bundle_export",
+    "load_bundle": "launcher.bundle_kernel", "Bundle": "launcher.bundle_kernel", "BundleKernel": "launcher.bundle_kernel",
+    "BundleError": "launcher.bundle_format", "NoVariantError": "launcher.variants",
+    "set_allocator": "launcher.allocation", "TensorDescriptor": "launcher.tensordesc",
+}
+
+
+def __getattr__(name):
+    module = _BUNDLE_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'launcher' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 __version__ = "0.1.0"

@@ -24,6 +24,7 @@ import threading
 from launcher import bundle_format as BF
 from launcher import triton_adapter as TA
 from launcher import variants as V
+from launcher.bundle_kernel import fence_record
 from launcher.errors import UnsupportedKernel
 
 log = logging.getLogger("launcher.bundle")
@@ -86,7 +87,8 @@ class _Builder:
             parts = TA.variant_parts(ck)
             vid = BF.variant_id(parts["spec"], parts["cubin"])
             if vid not in self.variants:
-                self.variants[vid] = BF.VariantEntry(id=vid, kernel=kernel.name, **parts)
+                fence = fence_record(parts["ptx"], parts["ttgir"], parts["spec"].kernel)
+                self.variants[vid] = BF.VariantEntry(id=vid, kernel=kernel.name, fence=fence, **parts)
             elif self.variants[vid].kernel != kernel.name:
                 raise UnsupportedKernel(f"kernels {kernel.name!r} and {self.variants[vid].kernel!r} compiled to the "
                                         "same cubin and spec")

@@ -33,7 +33,6 @@ import keyword
 import re
 import struct
 import zlib
-from dataclasses import dataclass, field
 
 from launcher import elf
 from launcher import spec as S
@@ -58,18 +57,41 @@ class BundleError(ValueError):
 
 
 # ---- what a bundle holds ----
-@dataclass(frozen=True)
-class Param:
+class _Record:
+    """A plain record: fields in __slots__, equal when every field is (no dataclass machinery,
+    which would cost every `import` of the bundle path)."""
+
+    __slots__ = ()
+
+    def _values(self):
+        return tuple(getattr(self, f) for f in self.__slots__)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._values() == other._values()
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"{type(self).__name__}(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__) + ")"
+
+    def replace(self, **changes):
+        """A copy with some fields changed."""
+        return type(self)(**{**{f: getattr(self, f) for f in self.__slots__}, **changes})
+
+
+class Param(_Record):
     """One parameter of a kernel's Python signature (the Triton function's)."""
 
-    name: str
-    constexpr: bool = False
-    keyword_only: bool = False
-    has_default: bool = False
-    default: object = None  # the default as an encoded constant (launcher.spec.encode_constant)
-    annotation: str = ""  # Triton's normalized annotation ("*fp32", "i64", "constexpr", ...)
-    do_not_specialize: bool = False
-    do_not_specialize_on_alignment: bool = False
+    __slots__ = ("name", "constexpr", "keyword_only", "has_default", "default", "annotation", "do_not_specialize",
+                 "do_not_specialize_on_alignment")
+
+    def __init__(self, name, constexpr=False, keyword_only=False, has_default=False, default=None, annotation="",
+                 do_not_specialize=False, do_not_specialize_on_alignment=False):
+        self.name, self.constexpr, self.keyword_only = name, constexpr, keyword_only
+        self.has_default = has_default
+        self.default = default  # the default as an encoded constant (launcher.spec.encode_constant)
+        self.annotation = annotation  # Triton's normalized annotation ("*fp32", "i64", "constexpr", ...)
+        self.do_not_specialize, self.do_not_specialize_on_alignment = do_not_specialize, do_not_specialize_on_alignment
 
     def to_json(self) -> dict:
         out = {"name": self.name, "constexpr": self.constexpr, "keyword_only": self.keyword_only,
@@ -80,60 +102,61 @@ class Param:
         return out
 
 
-@dataclass(frozen=True)
-class Autotune:
-    """A @triton.autotune layer: its key, its configs and the config it chose for each key seen."""
+class Autotune(_Record):
+    """A @triton.autotune layer: its key (argument names), its configs ({"kwargs": {name:
+    encoded}, "num_warps", "num_stages", "num_ctas", "maxnreg"}) and the config it chose for
+    each key seen: (normalized key as JSON data, index into configs)."""
 
-    key: tuple  # argument names
-    configs: tuple  # dicts: {"kwargs": {name: encoded}, "num_warps", "num_stages", "num_ctas", "maxnreg"}
-    choices: tuple = ()  # (normalized key as JSON data, index into configs)
-
+    __slots__ = ("key", "configs", "choices")
     kind = "autotune"
+
+    def __init__(self, key, configs, choices=()):
+        self.key, self.configs, self.choices = tuple(key), tuple(configs), tuple(choices)
 
     def to_json(self) -> dict:
         return {"kind": "autotune", "key": list(self.key), "configs": list(self.configs),
                 "choices": [{"key": k, "config": c} for k, c in self.choices]}
 
 
-@dataclass(frozen=True)
-class Heuristics:
+class Heuristics(_Record):
     """A @triton.heuristics layer: the constexprs it computes, and what it computed for the
     argument values it read (records of (inputs {name: call form}, values {name: encoded}))."""
 
-    names: tuple
-    records: tuple = ()
-
+    __slots__ = ("names", "records")
     kind = "heuristics"
+
+    def __init__(self, names, records=()):
+        self.names, self.records = tuple(names), tuple(records)
 
     def to_json(self) -> dict:
         return {"kind": "heuristics", "names": list(self.names),
                 "records": [{"inputs": i, "values": v} for i, v in self.records]}
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(_Record):
     """A call a capture saw: the arguments the caller passed (as call forms, see
     launcher.variants.call_form), the compile options it passed, and the variant it ran."""
 
-    args: dict
-    options: dict
-    variant: str
+    __slots__ = ("args", "options", "variant")
+
+    def __init__(self, args, options, variant):
+        self.args, self.options, self.variant = args, options, variant
 
     def to_json(self) -> dict:
         return {"args": self.args, "options": self.options, "variant": self.variant}
 
 
-@dataclass
-class KernelEntry:
-    name: str  # qualified name, unique in the bundle
-    function: str  # the Python function's name
-    module: str
-    file: str | None
-    line: int | None
-    params: tuple  # of Param
-    variants: tuple  # variant ids
-    layers: tuple = ()  # Autotune / Heuristics, outermost first
-    calls: tuple = ()  # of Call
+class KernelEntry(_Record):
+    """A kernel: its qualified name (unique in the bundle), the Python function's name, module,
+    file and line, its parameters (Param), its variants' ids, the layers around it (Autotune,
+    Heuristics; outermost first) and the calls a capture recorded (Call)."""
+
+    __slots__ = ("name", "function", "module", "file", "line", "params", "variants", "layers", "calls")
+
+    def __init__(self, name, function, module, file, line, params, variants, layers=(), calls=()):
+        self.name, self.function, self.module, self.file, self.line = name, function, module, file, line
+        self.params, self.variants = tuple(params), tuple(variants)
+        self.layers, self.calls = tuple(layers), tuple(calls)
 
     def to_json(self) -> dict:
         return {"name": self.name, "function": self.function, "module": self.module, "file": self.file,
@@ -141,20 +164,23 @@ class KernelEntry:
                 "layers": [layer.to_json() for layer in self.layers], "calls": [c.to_json() for c in self.calls]}
 
 
-@dataclass
-class VariantEntry:
-    id: str
-    kernel: str  # the qualified name of its kernel
-    spec: S.LaunchSpec
-    cubin: bytes
-    ptx: str | None = None
-    ttgir: str | None = None
-    target: str = ""  # e.g. "sm_90a" (the PTX .target)
-    triton_version: str = ""
-    ptx_isa: str = ""  # e.g. "8.7"
-    ptxas_version: str = ""  # e.g. "12.8.93"
-    options: dict = field(default_factory=dict)  # the compile options it was built with
-    default_options: dict = field(default_factory=dict)  # its Triton release's defaults of the selectable ones
+class VariantEntry(_Record):
+    """One compiled variant: its spec and cubin (PTX and TTGIR where kept), its target ("sm_90a",
+    the PTX .target), the Triton, PTX ISA ("8.7") and ptxas ("12.8.93") versions, the compile
+    options it was built with and its Triton release's defaults of the selectable ones, and the
+    fence check's result at export ({"checker": id of the checker's code, "clean": bool})."""
+
+    __slots__ = ("id", "kernel", "spec", "cubin", "ptx", "ttgir", "target", "triton_version", "ptx_isa",
+                 "ptxas_version", "options", "default_options", "fence")
+
+    def __init__(self, id, kernel, spec, cubin, ptx=None, ttgir=None, target="", triton_version="", ptx_isa="",
+                 ptxas_version="", options=None, default_options=None, fence=None):
+        self.id, self.kernel, self.spec, self.cubin = id, kernel, spec, cubin
+        self.ptx, self.ttgir, self.target = ptx, ttgir, target
+        self.triton_version, self.ptx_isa, self.ptxas_version = triton_version, ptx_isa, ptxas_version
+        self.options = {} if options is None else options
+        self.default_options = {} if default_options is None else default_options
+        self.fence = fence
 
     @property
     def arch(self) -> int | None:
@@ -170,17 +196,22 @@ class VariantEntry:
         return out
 
     def to_json(self) -> dict:
-        return {"id": self.id, "kernel": self.kernel, "symbol": self.spec.kernel, "arch": self.spec.arch,
-                "target": self.target, "triton_version": self.triton_version, "ptx_isa": self.ptx_isa,
-                "ptxas_version": self.ptxas_version, "options": self.options,
-                "default_options": self.default_options, "files": self.files()}
+        out = {"id": self.id, "kernel": self.kernel, "symbol": self.spec.kernel, "arch": self.spec.arch,
+               "target": self.target, "triton_version": self.triton_version, "ptx_isa": self.ptx_isa,
+               "ptxas_version": self.ptxas_version, "options": self.options,
+               "default_options": self.default_options, "files": self.files()}
+        if self.fence is not None:
+            out["fence"] = self.fence
+        return out
 
 
-@dataclass
-class BundleData:
-    kernels: dict  # qualified name -> KernelEntry (in the manifest's order)
-    variants: dict  # id -> VariantEntry
-    writer: str = ""
+class BundleData(_Record):
+    """What a bundle holds: kernels by qualified name (in the manifest's order), variants by id."""
+
+    __slots__ = ("kernels", "variants", "writer")
+
+    def __init__(self, kernels, variants, writer=""):
+        self.kernels, self.variants, self.writer = kernels, variants, writer
 
 
 def variant_id(spec: S.LaunchSpec, cubin: bytes) -> str:
@@ -301,33 +332,43 @@ def parse_bundle(raw: bytes, where: str = "bundle") -> BundleData:
     return data
 
 
-def _unzip(raw: bytes, where: str) -> dict:
-    import io
-    import zipfile
+_LOCAL = struct.Struct("<IHHHHHIIIHH")
+_EOCD = b"PK\x05\x06"
 
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
-            infos = zf.infolist()
-            if len(infos) > MAX_ENTRIES:
-                raise BundleError(f"{where}: {len(infos)} entries, more than {MAX_ENTRIES}")
-            members = {}
-            for info in infos:
-                name = info.filename
-                if name in members:
-                    raise BundleError(f"{where}: entry {name!r} appears twice", name)
-                if name != MANIFEST and not _ENTRY_NAME.match(name):
-                    raise BundleError(f"{where}: unexpected entry {name!r}", name)
-                if info.compress_type != zipfile.ZIP_STORED:
-                    raise BundleError(f"{where}: entry {name!r} is compressed; bundles store entries as they are", name)
-                if info.file_size > len(raw):
-                    raise BundleError(f"{where}: entry {name!r} claims {info.file_size} bytes, more than the file has",
-                                      name)
-                members[name] = zf.read(info)
-            return members
-    except BundleError:
-        raise
-    except Exception as e:  # zipfile raises many kinds for damaged archives: all mean the same here
-        raise BundleError(f"{where}: not a readable bundle (truncated or damaged zip: {type(e).__name__}: {e})") from None
+
+def _unzip(raw: bytes, where: str) -> dict:
+    """{name: bytes} of the entries of a stored zip, read strictly from the front (the archive
+    as a whole is compared with what the writer makes of these entries afterwards, which
+    checks everything else: CRCs, the central directory, the end record)."""
+    if len(raw) < 22 or raw[-22:-18] != _EOCD:
+        raise BundleError(f"{where}: not a readable bundle (truncated, or not a zip: no end-of-archive record)")
+    members = {}
+    pos = 0
+    while raw[pos:pos + 4] == b"PK\x03\x04":
+        if pos + _LOCAL.size > len(raw):
+            raise BundleError(f"{where}: not a readable bundle (an entry header is cut off: truncated)")
+        _sig, _version, flags, method, _time, _date, _crc, size, usize, name_len, extra_len = _LOCAL.unpack_from(raw, pos)
+        start = pos + _LOCAL.size + name_len + extra_len
+        try:
+            name = raw[pos + _LOCAL.size:pos + _LOCAL.size + name_len].decode("ascii")
+        except UnicodeDecodeError:
+            raise BundleError(f"{where}: not a readable bundle (an entry name that is not ASCII)") from None
+        if name in members:
+            raise BundleError(f"{where}: entry {name!r} appears twice", name)
+        if name != MANIFEST and not _ENTRY_NAME.match(name):
+            raise BundleError(f"{where}: unexpected entry {name!r}", name)
+        if method != 0 or size != usize or flags & 0x8:
+            raise BundleError(f"{where}: entry {name!r} is compressed or streamed; bundles store entries as they "
+                              "are", name)
+        if start + size > len(raw):
+            raise BundleError(f"{where}: entry {name!r} runs past the end of the file (truncated)", name)
+        members[name] = raw[start:start + size]
+        pos = start + size
+        if len(members) > MAX_ENTRIES:
+            raise BundleError(f"{where}: more than {MAX_ENTRIES} entries")
+    if not members:
+        raise BundleError(f"{where}: not a readable bundle (no entries where the archive starts)")
+    return members
 
 
 def _json(raw: bytes, where: str, entry: str):
@@ -409,7 +450,7 @@ class _Reader:
             variants[entry.id] = entry
         used = {name for v in variants.values() for name in v.files().values()}
         for name in sorted(listed - used):
-            self.fail(f"the entry belongs to no variant of the manifest", name)
+            self.fail("the entry belongs to no variant of the manifest", name)
         kernels = {}
         owner = {}
         for i, k in enumerate(self.get(m, "kernels", list, "manifest")):
@@ -462,7 +503,8 @@ class _Reader:
             ptx=texts.get("ptx"), ttgir=texts.get("ttgir"),
             target=self.get(v, "target", str, what), triton_version=self.get(v, "triton_version", str, what),
             ptx_isa=self.get(v, "ptx_isa", str, what), ptxas_version=self.get(v, "ptxas_version", str, what),
-            options=self.get(v, "options", dict, what), default_options=self.get(v, "default_options", dict, what))
+            options=self.get(v, "options", dict, what), default_options=self.get(v, "default_options", dict, what),
+            fence=self.fence(v, what))
         if self.get(v, "symbol", str, what) != spec.kernel:
             self.fail(f"{what}.symbol: {_short(v['symbol'])}, but its spec launches {spec.kernel!r}")
         if self.get(v, "arch", object, what) != spec.arch:
@@ -474,6 +516,15 @@ class _Reader:
             self.fail(f"{what}: the id is not the hash of its spec and cubin", spec_name)
         self.check_cubin(spec, cubin, cubin_name)
         return entry
+
+    def fence(self, v, what):
+        record = self.get(v, "fence", dict, what, optional=True)
+        if record is not None:
+            self.get(record, "checker", str, f"{what}.fence")
+            self.get(record, "clean", bool, f"{what}.fence")
+            if set(record) != {"checker", "clean"}:
+                self.fail(f"{what}.fence: expected the fields checker and clean")
+        return record
 
     def check_cubin(self, spec, cubin, name):
         try:

@@ -126,7 +126,7 @@ def constexpr_key(v):
 
 # ---- the generated call ----
 _TEMPLATE = '''\
-def {fname}(_launcher_grid, /, {signature}):
+def launch(_launcher_grid, /, {signature}):
     if _launcher_extra:
         _launcher_too_many({count}, _launcher_extra)
     _launcher_args = ({names})
@@ -155,7 +155,7 @@ def {fname}(_launcher_grid, /, {signature}):
 '''
 
 _BIND = '''\
-def {fname}({signature}):
+def bind({signature}):
     return ({names}), _launcher_options, {stream}
 '''
 
@@ -188,11 +188,25 @@ def _signature(params, layer_names, with_extra):
     return ", ".join(parts), stream, namespace
 
 
-def _compile(source, filename, namespace, fname):
-    code = compile(source, filename, "exec")
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+_code_cache: dict = {}  # source -> compiled module code (kernels of one signature share it)
+
+
+def _compile(source, kind, namespace, qualname):
+    """The function `source` defines, made in `namespace`; sources are compiled once each."""
+    code = _code_cache.get(source)
+    if code is None:
+        import hashlib
+
+        filename = f"<launcher bundle {kind} {hashlib.sha256(source.encode()).hexdigest()[:12]}>"
+        code = compile(source, filename, "exec")
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        if len(_code_cache) >= 1024:
+            _code_cache.clear()
+        _code_cache[source] = code
     exec(code, namespace)
-    return namespace[fname]
+    fn = namespace[kind]
+    fn.__qualname__ = qualname
+    return fn
 
 
 def _stream_of(stream):
@@ -258,7 +272,8 @@ class BundleKernel:
         self.entry = entry
         self.params = entry.params
         self.names = tuple(p.name for p in entry.params)
-        self.chooser = V.Chooser(entry, variants)
+        self._variants = variants
+        self._chooser = None  # made on the first call that needs it
         self._lock = threading.Lock()
         self._cache = {}  # specialization key -> _Entry
         self._launchers = {}  # variant id -> CudaLauncher
@@ -267,26 +282,37 @@ class BundleKernel:
         self._archs = {}  # device -> compute capability
         self._finalizer = weakref.finalize(self, _release, self._modules)
         self._finalizer.atexit = False
-        layer_names = set()
-        raw = set()
+        self._layer_names = set()  # parameters a layer may supply
+        self._raw = set()  # parameters whose exact value the choice depends on
         for layer in entry.layers:
             if layer.kind == "autotune":
                 for c in layer.configs:
-                    layer_names.update(c["kwargs"])
-                raw.update(layer.key)
+                    self._layer_names.update(c["kwargs"])
+                self._raw.update(layer.key)
             else:
-                layer_names.update(layer.names)
+                self._layer_names.update(layer.names)
                 for inputs, _ in layer.records:
-                    raw.update(inputs)
-        self._call = self._generate(layer_names, raw, variants)
-        signature, stream, namespace = _signature(self.params, layer_names, with_extra=False)
-        self._bind = _compile(_BIND.format(fname=self.function, signature=signature,
-                                           names="".join(f"{n}, " for n in self.names), stream=stream),
-                              f"<launcher bundle bind {self.name}>", namespace, self.function)
-        self._bind.__qualname__ = self.name
+                    self._raw.update(inputs)
+        self._call = None  # the generated call path, made on first use
+        self._binder = None
 
-    def _generate(self, layer_names, raw, variants):
-        signature, stream, namespace = _signature(self.params, layer_names, with_extra=True)
+    @property
+    def chooser(self) -> V.Chooser:
+        if self._chooser is None:
+            self._chooser = V.Chooser(self.entry, self._variants)
+        return self._chooser
+
+    def _bind(self, *args, **kwargs):
+        """(arguments by parameter, compile options, stream) of a call, bound as the launch binds them."""
+        if self._binder is None:
+            signature, stream, namespace = _signature(self.params, self._layer_names, with_extra=False)
+            self._binder = _compile(_BIND.format(signature=signature, names="".join(f"{n}, " for n in self.names),
+                                                 stream=stream), "bind", namespace, self.name)
+        return self._binder(*args, **kwargs)
+
+    def _generate(self):
+        variants, raw = self._variants, self._raw
+        signature, stream, namespace = _signature(self.params, self._layer_names, with_extra=True)
         keys = []
         for i, p in enumerate(self.params):
             kinds = {v.spec.args[i].kind for v in variants}
@@ -306,17 +332,16 @@ class BundleKernel:
         positional = sum(1 for p in self.params if not p.keyword_only)
         namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache, _launcher_device=_current_device,
                          _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many)
-        source = _TEMPLATE.format(fname=self.function, signature=signature, stream=stream, count=positional,
+        source = _TEMPLATE.format(signature=signature, stream=stream, count=positional,
                                   names="".join(f"{n}, " for n in self.names), keys="".join(keys))
-        fn = _compile(source, f"<launcher bundle call {self.name}>", namespace, self.function)
-        fn.__qualname__ = self.name
-        return fn
+        self._call = _compile(source, "launch", namespace, self.name)
+        return self._call
 
     def __repr__(self):
-        return f"<bundled kernel {self.name} ({len(self.chooser.variants)} variants)>"
+        return f"<bundled kernel {self.name} ({len(self._variants)} variants)>"
 
     def __getitem__(self, grid):
-        return functools.partial(self._call, grid)
+        return functools.partial(self._call or self._generate(), grid)
 
     def _too_many(self, count, extra):
         raise TypeError(f"kernel {self.name!r} takes {count} positional arguments "
@@ -529,12 +554,50 @@ _said_no_ptx = [False]
 
 def fence_policy() -> str:
     """The policy install() set, if installed; else $LAUNCHER_FENCE_CHECK (default warn)."""
-    from launcher import install
+    import importlib
 
+    install = importlib.import_module("launcher.install")  # the module (launcher.install is the function)
     state = install._state  # read-only: install() owns it
     if state:
         return state["fence"].policy
     return install._fence_policy(None)
+
+
+def fence_checker_id() -> str:
+    """What identifies the fence checker: a hash of launcher.fence's source files. A result the
+    exporter recorded under the same checker is the result a check at load would give."""
+    global _checker_id
+    if _checker_id is None:
+        import hashlib
+        import importlib.util
+        import os
+
+        spec = importlib.util.find_spec("launcher.fence")
+        h = hashlib.sha256()
+        for directory in spec.submodule_search_locations or ():
+            for name in sorted(os.listdir(directory)):
+                if name.endswith(".py"):
+                    h.update(name.encode() + b"\0")
+                    with open(os.path.join(directory, name), "rb") as f:
+                        h.update(f.read())
+        _checker_id = h.hexdigest()[:16]
+    return _checker_id
+
+
+_checker_id = None
+
+
+def fence_record(ptx, ttgir, name):
+    """What the exporter records of a variant's fence check ({"checker", "clean"}), or None."""
+    if ptx is None:
+        return None
+    from launcher import fence
+
+    try:
+        report = fence.check_kernel(ptx=ptx, ttgir=ttgir, name=name)
+    except Exception:  # unreadable IR: the loader checks again (and says so)
+        return None
+    return {"checker": fence_checker_id(), "clean": not report.errors}
 
 
 def _fence_check(variant):
@@ -544,6 +607,9 @@ def _fence_check(variant):
     with _fence_lock:
         known = variant.id in _fence_seen
         error = _fence_seen.get(variant.id)
+    recorded = variant.fence
+    if not known and recorded is not None and recorded["clean"] and recorded["checker"] == fence_checker_id():
+        known = True  # the same checker found nothing in the same PTX when the bundle was written
     if not known:
         from launcher import fence
 

@@ -15,7 +15,6 @@ wrong. Nothing here runs code from the file or touches a GPU.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 
 EM_CUDA = 190
 _SHT_SYMTAB = 2
@@ -32,18 +31,22 @@ class ElfError(ValueError):
     """The bytes are not a well-formed CUDA ELF (cubin); the message says where."""
 
 
-@dataclass
 class KernelInfo:
-    param_sizes: list = field(default_factory=list)  # bytes of each parameter, in order
-    reqntid: tuple | None = None  # (x, y, z) threads per block ptxas was told, if recorded
+    __slots__ = ("param_sizes", "reqntid")
+
+    def __init__(self, param_sizes, reqntid=None):
+        self.param_sizes = param_sizes  # bytes of each parameter, in order
+        self.reqntid = reqntid  # (x, y, z) threads per block ptxas was told, if recorded
 
 
-@dataclass
 class CubinInfo:
-    arch: int  # e.g. 90, 100
-    abi_version: int
-    functions: frozenset  # names of the function symbols
-    kernels: dict  # name -> KernelInfo, for the functions that have a .nv.info.<name> section
+    __slots__ = ("arch", "abi_version", "functions", "kernels")
+
+    def __init__(self, arch, abi_version, functions, kernels):
+        self.arch = arch  # e.g. 90, 100
+        self.abi_version = abi_version
+        self.functions = functions  # frozenset of the names of the function symbols
+        self.kernels = kernels  # name -> KernelInfo, for the functions with a .nv.info.<name> section
 
 
 def _unpack(fmt, data, offset, what):

@@ -8,7 +8,6 @@ one whose every assumption the call satisfies, and none that the call satisfies 
 specialised; when nothing is chosen, none fits (or several do and none includes the others).
 The choice is also a function of the key the generated call path caches it under.
 """
-import dataclasses
 
 import pytest
 import triton.language as tl
@@ -17,7 +16,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import bundle_cases as BC
 import bundle_kernels as B
 import launcher
-from bundle_cases import Desc, Ptr
 from cpu_triton import FakeTensor, cpu_triton, triton_specialization
 from launcher import NoVariantError
 from launcher import bundle_format as BF
@@ -146,7 +144,7 @@ def test_the_variant_chosen_is_tritons_specialization_or_the_most_specialised_co
         atoms = [kernel.chooser.by_id[v.id].atoms for v in implied]
         assert not implied or not any(all(a >= b for b in atoms) for a in atoms), error
     # the call path caches the choice by this key: equal keys must choose alike
-    namespace = kernel._call.__globals__  # the key functions the generated call uses, one per parameter
+    namespace = (kernel._call or kernel._generate()).__globals__  # the generated call's key functions
     values = args + (kwargs.get("BLOCK", BK.V.MISSING),)
     key = tuple(namespace[f"_launcher_k{i}"](v) for i, v in enumerate(values))
     got = chosen.id if chosen is not None else None
@@ -218,7 +216,7 @@ def test_ambiguous_calls_take_the_recorded_variant_or_are_refused(tmp_path, scal
     names = ("x_ptr", "out_ptr", "n", "stride", "scale")
     recorded = BF.Call({n: V.call_form(v) for n, v in zip(names, call)}, {}, fp16.id)
     k = data.kernels["bundle_kernels.scale_kernel"]
-    data = dataclasses.replace(data, kernels={k.name: dataclasses.replace(k, calls=(recorded,))})
+    data = data.replace(kernels={k.name: k.replace(calls=(recorded,))})
     path = tmp_path / "recorded.bundle"
     BF.write_bundle(path, data, "test")
     assert launcher.load_bundle(path).scale_kernel.choose(arch=90)(*call).id == fp16.id

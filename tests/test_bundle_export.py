@@ -222,11 +222,11 @@ def test_dropped_entries_are_refused(small):
 def _rebuild(data, vid, **changes):
     """A bundle whose variant `vid` is replaced by one with `changes` (id recomputed)."""
     v = data.variants[vid]
-    new = dataclasses.replace(v, **changes)
+    new = v.replace(**changes)
     new.id = BF.variant_id(new.spec, new.cubin)
     variants = {k: val for k, val in data.variants.items() if k != vid}
     variants[new.id] = new
-    kernels = {name: dataclasses.replace(k, variants=tuple(new.id if x == vid else x for x in k.variants))
+    kernels = {name: k.replace(variants=tuple(new.id if x == vid else x for x in k.variants))
                for name, k in data.kernels.items()}
     return BF.bundle_bytes(BF.BundleData(kernels, variants), "test")
 
