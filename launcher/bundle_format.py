@@ -215,8 +215,12 @@ class BundleData(_Record):
 
 
 def variant_id(spec: S.LaunchSpec, cubin: bytes) -> str:
-    """The id of a variant: what its spec and cubin hash to."""
-    h = hashlib.sha256(_dumps(spec.to_json()))
+    """The id of a variant: what its spec (as the bundle stores it) and cubin hash to."""
+    return _variant_id(_dumps(spec.to_json()), cubin)
+
+
+def _variant_id(spec_json: bytes, cubin: bytes) -> str:
+    h = hashlib.sha256(spec_json)
     h.update(b"\0")
     h.update(cubin)
     return h.hexdigest()[:16]
@@ -512,7 +516,7 @@ class _Reader:
         for key, value in entry.options.items():
             if key in ("num_warps", "num_ctas") and value != getattr(spec, key):
                 self.fail(f"{what}.options.{key}: {_short(value)}, but its spec says {getattr(spec, key)}")
-        if variant_id(spec, cubin) != vid:
+        if _variant_id(self.members[spec_name], cubin) != vid:
             self.fail(f"{what}: the id is not the hash of its spec and cubin", spec_name)
         self.check_cubin(spec, cubin, cubin_name)
         return entry

@@ -15,7 +15,7 @@ import pytest
 
 import bundle_cases as BC
 from bundle_cases import Desc, Ptr
-from launcher import CudaLauncher, triton_adapter
+from launcher import CudaLauncher
 from launcher import variants as V
 
 HERE = os.path.dirname(__file__)
