@@ -33,6 +33,7 @@ def describe(data: BF.BundleData) -> dict:
                 "num_warps": spec.num_warps, "num_ctas": spec.num_ctas, "shared": spec.shared,
                 "sizes": {"cubin": len(v.cubin), "ptx": len(v.ptx.encode()) if v.ptx is not None else None,
                           "ttgir": len(v.ttgir.encode()) if v.ttgir is not None else None},
+                "fence_check_at_export": v.fence,
             })
         layers = []
         for layer in k.layers:
@@ -74,6 +75,8 @@ def format_text(data: BF.BundleData) -> str:
             chooser_variant = V.Variant(v, k.params)
             lines.append(f"  variant {chooser_variant.describe()}")
             ptx = f"{len(v.ptx.encode())} B PTX" if v.ptx is not None else "no PTX"
+            if v.fence is not None:
+                ptx += ", fence check clean" if v.fence["clean"] else ", FENCE CHECK FOUND A MISSING FENCE"
             lines.append(f"    {v.target or 'sm_' + str(v.arch)}, Triton {v.triton_version}, PTX ISA {v.ptx_isa or '?'}, "
                          f"ptxas {v.ptxas_version or '?'}; {v.spec.num_warps} warps, {v.spec.shared} B shared; "
                          f"cubin {len(v.cubin)} B, {ptx}")

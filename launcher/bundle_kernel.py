@@ -358,6 +358,7 @@ class BundleKernel:
         for p, v in zip(self.params, values):
             if v is REQUIRED:
                 raise TypeError(f"kernel {self.name!r}: missing required argument {p.name!r}")
+        passed_options = options
         values, options, wildcard = self.chooser.apply_layers(values, options)
         for i, (p, v) in enumerate(zip(self.params, values)):
             if v is V.MISSING and p.has_default:
@@ -366,7 +367,7 @@ class BundleKernel:
                     raise TypeError(f"kernel {self.name!r}: the default of parameter {p.name!r} "
                                     f"({p.default!r}) is not a value a bundle can pass; pass {p.name}")
         variant = self.chooser.choose(values, options, arch, wildcard=wildcard,
-                                      recorded=_Recorded(self, args, options))
+                                      recorded=_Recorded(self, args, passed_options))
         constants = dict(variant.spec.constants)
         for i, v in enumerate(values):
             if v is V.MISSING:  # a constexpr the variant decides (an autotune config chosen in part)
