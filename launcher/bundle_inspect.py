@@ -107,8 +107,12 @@ def main(argv=None) -> int:
     except BF.BundleError as e:
         print(f"launcher inspect: {e}".splitlines()[0], file=sys.stderr)
         return 2
-    if args.format == "json":
-        print(json.dumps(describe(data), indent=2, sort_keys=False))
-    else:
-        print(format_text(data))
+    text = json.dumps(describe(data), indent=2) if args.format == "json" else format_text(data)
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `inspect ... | head`: the reader has what it wanted
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

@@ -205,3 +205,114 @@ def rezip(raw: bytes, edit, rehash: bool = True) -> bytes:
                                for n, b in sorted(members.items()) if n != BF.MANIFEST}
         members[BF.MANIFEST] = BF._dumps(manifest)
     return zip_members(members)
+
+
+# ---- dry-run jobs: calls for a process without Triton, and what they must pack ----
+def _bundle_args(spec, args):
+    """The corpus's launcher arguments as a Triton call passes them: pointers with the dtype of
+    their parameter, host descriptors, constexprs with the values the kernel was compiled for."""
+    from launcher import variants as V
+
+    constants = dict(spec.constants)
+
+    def conv(arg, path, v):
+        if arg.kind == "tuple":
+            return tuple(conv(c, path + (i,), x) for i, (c, x) in enumerate(zip(arg.children, v)))
+        if arg.kind == "constexpr":
+            return V.decode_constant(constants[path]) if path in constants else v
+        if arg.kind == "pointer":
+            return Ptr(v if isinstance(v, int) else v.data_ptr(), arg.type.lstrip("*"))
+        if arg.kind == "tensordesc":
+            return Desc(Ptr(v.base.data_ptr(), arg.desc.dtype), tuple(v.shape), tuple(v.strides), tuple(v.block_shape))
+        return v
+
+    return tuple(conv(a, (i,), v) for i, (a, v) in enumerate(zip(spec.args, args)))
+
+
+def _descriptor_args():
+    """Host descriptors for the tensor-descriptor kernel (its corpus entry has no CPU arguments)."""
+    import triton.language as tl
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from cpu_triton import FakeTensor
+
+    return (TensorDescriptor(FakeTensor(P[4], tl.float16), [256, 256], [256, 1], [64, 64]),
+            TensorDescriptor(FakeTensor(P[5], tl.float16), [256, 256], [256, 1], [64, 64]), 64, 64)
+
+
+SCRATCH = 0x7E0000000000  # the address every fake scratch allocator returns
+
+
+def corpus_job(path):
+    """Export the corpus to `path`; (calls, expected): for every kernel the CPU can dry-run, the
+    bundle call and what our drop-in's dry run packs for the same kernel and arguments
+    (expected: {"label", "variant", "params": [hex]})."""
+    import triton
+    from triton.runtime import _allocation
+
+    from launcher import CudaLauncher
+    from launcher import bundle_format as BF
+
+    class Scratch:
+        def data_ptr(self):
+            return SCRATCH
+
+    data, kernels = export_corpus(path)
+    old = _allocation._allocator.get()
+    triton.set_allocator(lambda size, align, stream: Scratch())
+    calls, expected = [], []
+    try:
+        for label, entry, ck in kernels:
+            if entry is None:
+                continue
+            args = entry.args
+            if args is None:
+                if ck.metadata.tensordesc_meta:  # TMA-lowered: encoding a tensor map needs the driver
+                    continue
+                args = _descriptor_args()
+            drop_in = CudaLauncher(ck.src, ck.metadata)
+            spec = drop_in.spec
+            grid = (3, 2, 1)
+            want = drop_in.dry_run(*grid, 0, 0, spec.packed_metadata, None, None, None, *args)
+            vid = BF.variant_id(spec, bytes(ck.kernel))
+            kwargs = dict(entry.options)  # compiled with num_ctas=2, launch_pdl...: called with them, as in Triton
+            calls.append({"bundle": str(path), "kernel": data.variants[vid].kernel, "arch": spec.arch,
+                          "grid": list(grid), "args": [to_json(a) for a in _bundle_args(spec, args)],
+                          "kwargs": {k: to_json(v) for k, v in kwargs.items()}})
+            expected.append({"label": label, "variant": vid, "params": [p.hex() for p in want]})
+    finally:
+        _allocation._allocator.set(old)
+    return calls, expected
+
+
+def capture_job(path, arch):
+    """Capture WORKLOAD for `arch` into `path`; (calls, expected) where expected is what Triton's
+    JIT launched for each call (the variant and the bytes of its parameters)."""
+    from launcher import bundle_format as BF
+
+    launches = capture_workload(path, arch)
+    data = BF.read_bundle(path)
+    calls, expected = [], []
+    for call, launch in launches:
+        (vid,) = [v for v in data.kernels[call.kernel].variants if data.variants[v].spec == launch.spec]
+        calls.append({"bundle": str(path), "kernel": call.kernel, "arch": arch,
+                      "grid": call.grid if isinstance(call.grid, str) else list(call.grid),
+                      "args": [to_json(a) for a in call.args], "kwargs": {k: to_json(v) for k, v in call.kwargs.items()}})
+        expected.append({"label": f"{call.kernel}@{arch}", "variant": vid,
+                         "params": [p.hex() for p in launch.params]})
+    return calls, expected
+
+
+def compare(expected, results):
+    """[(label, what differs)] of a job's results against what was expected."""
+    bad = []
+    for want, got in zip(expected, results):
+        if "error" in got:
+            bad.append((want["label"], got))
+        elif got["variant"] != want["variant"]:
+            bad.append((want["label"], f"variant {got['variant']}, expected {want['variant']}"))
+        elif got["params"] != want["params"]:
+            bad.append((want["label"], f"parameters {got['params']}, expected {want['params']}"))
+    if len(results) != len(expected):
+        bad.append(("count", f"{len(results)} results for {len(expected)} calls"))
+    return bad

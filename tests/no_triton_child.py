@@ -10,11 +10,12 @@ import json
 import os
 import sys
 
-sys.modules["triton"] = None  # `import triton` (and any triton.*) raises ImportError from here on
+if __name__ == "__main__":
+    sys.modules["triton"] = None  # `import triton` (and any triton.*) raises ImportError from here on
 sys.path.insert(0, os.path.dirname(__file__))
 
 import launcher  # noqa: E402
-from bundle_cases import GRIDS, from_json  # noqa: E402
+from bundle_cases import GRIDS, SCRATCH, from_json  # noqa: E402
 
 
 class Tensor:
@@ -35,30 +36,39 @@ class Scratch:
         return self.address
 
 
+def run_job(calls) -> dict:
+    """Dry-run the calls; {"results": [...], "scratch": [(size, align) asked of the allocator]}."""
+    scratch = []
+    launcher.set_allocator(lambda size, align, stream: scratch.append((size, align)) or Scratch(SCRATCH))
+    bundles, results = {}, []
+    try:
+        for call in calls:
+            if call["bundle"] not in bundles:
+                bundles[call["bundle"]] = launcher.load_bundle(call["bundle"])
+            k = bundles[call["bundle"]][call["kernel"]]
+            make = lambda base, shape, strides, block: launcher.TensorDescriptor(base, shape, strides, block)  # noqa: E731
+            args = [from_json(a, Tensor, make) for a in call["args"]]
+            kwargs = {n: from_json(v, Tensor, make) for n, v in call["kwargs"].items()}
+            grid = GRIDS[call["grid"]] if isinstance(call["grid"], str) else tuple(call["grid"])
+            try:
+                variant = k.choose(arch=call["arch"])(*args, **kwargs)
+                params = k.dry_run(grid, arch=call["arch"])(*args, **kwargs)
+                results.append({"variant": variant.id, "params": [p.hex() for p in params]})
+            except Exception as e:
+                results.append({"error": type(e).__name__, "message": str(e)})
+    finally:
+        launcher.set_allocator(None)
+    return {"results": results, "scratch": scratch}
+
+
 def main(job_path):
     with open(job_path) as f:
         job = json.load(f)
-    scratch = []
-    launcher.set_allocator(lambda size, align, stream: scratch.append((size, align)) or Scratch(0x7E0000000000))
-    bundles, results = {}, []
-    for call in job["calls"]:
-        if call["bundle"] not in bundles:
-            bundles[call["bundle"]] = launcher.load_bundle(call["bundle"])
-        k = bundles[call["bundle"]][call["kernel"]]
-        make = lambda base, shape, strides, block: launcher.TensorDescriptor(base, shape, strides, block)
-        args = [from_json(a, Tensor, make) for a in call["args"]]
-        kwargs = {n: from_json(v, Tensor, make) for n, v in call["kwargs"].items()}
-        grid = GRIDS[call["grid"]] if isinstance(call["grid"], str) else tuple(call["grid"])
-        try:
-            variant = k.choose(arch=call["arch"])(*args, **kwargs)
-            params = k.dry_run(grid, arch=call["arch"])(*args, **kwargs)
-            results.append({"variant": variant.id, "params": [p.hex() for p in params]})
-        except Exception as e:
-            results.append({"error": type(e).__name__, "message": str(e)})
-    loaded = sorted(m for m, mod in sys.modules.items()
-                    if mod is not None and (m == "triton" or m.startswith("triton.")))
-    print(json.dumps({"results": results, "triton_modules": loaded,
-                      "triton_importable": _importable(), "scratch": scratch}))
+    out = run_job(job["calls"])
+    out["triton_modules"] = sorted(m for m, mod in sys.modules.items()
+                                   if mod is not None and (m == "triton" or m.startswith("triton.")))
+    out["triton_importable"] = _importable()
+    print(json.dumps(out))
 
 
 def _importable():
