@@ -81,7 +81,7 @@ class _Builder:
                 return vid
             fn = TA.jit_function_of(ck)
             if fn is None:
-                raise UnsupportedKernel(f"kernel {getattr(ck, 'name', '?')!r} was compiled from an IR file, not a "
+                raise UnsupportedKernel(f"kernel {TA.kernel_name(ck)!r} was compiled from an IR file, not a "
                                         "Triton function")
             kernel = self.kernel_of(fn)
             parts = TA.variant_parts(ck)
@@ -190,7 +190,7 @@ def export(path, *compiled_kernels) -> BF.BundleData:
     cannot go into a bundle (compiled from an IR file, gsan instrumentation, ...)."""
     builder = _Builder()
     for ck in _flatten(compiled_kernels):
-        if not hasattr(ck, "metadata") or not hasattr(ck, "asm"):
+        if not TA.is_compiled_kernel(ck):
             raise TypeError(f"launcher.export expects Triton CompiledKernel objects, got {type(ck).__name__}")
         builder.add_compiled(ck)
     return _write(path, builder)
@@ -238,10 +238,10 @@ class capture:
                     self._problems.append(text)
 
     def kernel(self, ck):
-        self._guard(f"kernel {getattr(ck, 'name', '?')!r}", "add_compiled", ck)
+        self._guard(f"kernel {TA.kernel_name(ck)!r}", "add_compiled", ck)
 
     def call(self, top, layer, args, kwargs, ck):
-        self._guard(f"a launch of {getattr(ck, 'name', '?')!r}", "add_call", top, args, kwargs, ck)
+        self._guard(f"a launch of {TA.kernel_name(ck)!r}", "add_call", top, args, kwargs, ck)
 
     def autotune_choice(self, top, autotuner, args, kwargs, config):
         self._guard("an autotune choice", "add_choice", top, autotuner, args, kwargs, config)

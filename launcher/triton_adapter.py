@@ -295,6 +295,16 @@ def _default_options(arch: int, warp_size: int) -> tuple:
     return tuple((k, _json_value(getattr(options, k))) for k in SELECTABLE_OPTIONS if hasattr(options, k))
 
 
+def is_compiled_kernel(obj) -> bool:
+    """Whether `obj` is a Triton CompiledKernel (checked without importing Triton)."""
+    return hasattr(obj, "metadata") and hasattr(obj, "asm") and hasattr(obj, "src")
+
+
+def kernel_name(kernel) -> str:
+    """A CompiledKernel's name, for messages."""
+    return str(getattr(kernel, "name", "?"))
+
+
 def jit_function_of(kernel):
     """The JIT function a CompiledKernel was compiled from (None for IR sources)."""
     return getattr(getattr(kernel, "src", None), "fn", None)

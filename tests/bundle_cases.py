@@ -201,9 +201,10 @@ def rezip(raw: bytes, edit, rehash: bool = True) -> bytes:
     edit(members)
     if rehash and BF.MANIFEST in members:
         manifest = json.loads(members[BF.MANIFEST])
-        manifest["entries"] = {n: {"sha256": hashlib.sha256(b).hexdigest(), "size": len(b)}
-                               for n, b in sorted(members.items()) if n != BF.MANIFEST}
-        members[BF.MANIFEST] = BF._dumps(manifest)
+        if isinstance(manifest, dict):  # (an edit may have made it something else entirely)
+            manifest["entries"] = {n: {"sha256": hashlib.sha256(b).hexdigest(), "size": len(b)}
+                                   for n, b in sorted(members.items()) if n != BF.MANIFEST}
+            members[BF.MANIFEST] = BF._dumps(manifest)
     return zip_members(members)
 
 

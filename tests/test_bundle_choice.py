@@ -289,6 +289,9 @@ def test_tensor_descriptors_from_launchers_own_type(tmp_path):
     with pytest.raises(NoVariantError, match="(?s)parameter 'in_desc'.*compiled for tensordesc<fp16\\[64, 64\\]>, "
                                              "got tensordesc<fp32\\[64, 64\\]>"):
         k.choose(arch=90)(bad, d, 64, 64)
+    narrow = launcher.TensorDescriptor(Base(A, "fp16"), [256, 256], [256, 1], [64, 32])
+    with pytest.raises(NoVariantError, match=r"compiled for tensordesc<fp16\[64, 64\]>, got tensordesc<fp16\[64, 32\]>"):
+        k.choose(arch=90)(narrow, d, 64, 64)  # the block shape is part of the type (AssumptionCheck fix)
     with pytest.raises(ValueError, match="base 0x7f0000002004 is not 16-byte aligned"):
         launcher.TensorDescriptor(Base(U, "fp16"), [256, 256], [256, 1], [64, 64])
     with pytest.raises(ValueError, match="the last dimension must be contiguous"):
