@@ -7,8 +7,8 @@ so it asks, in this order:
    an object with `data_ptr()` that owns at least `size` bytes (the launcher keeps it alive
    until the launch is queued; the caller's allocator keeps the memory valid for the stream,
    as a stream-ordered allocator such as torch's does);
-2. torch's caching allocator, when torch is imported (`torch.empty(size, dtype=torch.int8)` on
-   the current device, recorded on the launch stream);
+2. torch's caching allocator, when torch (with CUDA) is imported (`torch.empty(size,
+   dtype=torch.int8)` on the current device, recorded on the launch stream);
 3. else the launch is refused, before any driver call, with an error saying what to do.
 
 The allocator is process-wide (all threads), not per thread as Triton's.
@@ -71,7 +71,8 @@ def allocator_for(kernel: str):
         allocator = _allocator
         if allocator is not None:
             return allocator
-        if sys.modules.get("torch") is not None:
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
             return torch_allocator
         return refuse
 

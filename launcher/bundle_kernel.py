@@ -521,13 +521,19 @@ def _release(modules):
 _torch_raw = []  # [torch._C's current-device and current-raw-stream functions], once torch's CUDA is up
 
 
+_torch_without_cuda = []  # [True] once an imported torch was found to have no CUDA (a CPU build)
+
+
 def _current_device() -> int:
-    """torch's current device when torch is imported, else the driver's current device."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return driver.current_device()
+    """torch's current device when torch (with CUDA) is imported, else the driver's current device."""
     if _torch_raw:
         return _torch_raw[0]()
+    torch = sys.modules.get("torch")
+    if torch is None or _torch_without_cuda:
+        return driver.current_device()
+    if not torch.cuda.is_available():
+        _torch_without_cuda.append(True)
+        return driver.current_device()
     device = torch.cuda.current_device()  # initializes torch's CUDA state the first time
     raw = (getattr(torch._C, "_cuda_getDevice", None), getattr(torch._C, "_cuda_getCurrentRawStream", None))
     if None not in raw:
