@@ -209,7 +209,11 @@ class capture:
         self._problems = []
 
     def __enter__(self):
-        TA.capture_hooks().add(self)
+        try:
+            TA.capture_hooks().add(self)
+        except ImportError as e:
+            raise ImportError(f"launcher.capture records what Triton runs, and Triton cannot be imported here ({e}); "
+                              "bundles are written where Triton is installed and loaded anywhere") from None
         return self
 
     def __exit__(self, exc_type, exc, tb):

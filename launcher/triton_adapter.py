@@ -467,9 +467,9 @@ class _CaptureHooks:
     # -- sinks --
     def add(self, sink):
         with self.lock:
-            self.sinks.append(sink)
             if self.saved is None:
                 self._patch()
+            self.sinks.append(sink)
 
     def remove(self, sink):
         with self.lock:
