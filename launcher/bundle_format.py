@@ -266,10 +266,16 @@ def write_bundle(path, data: BundleData, writer: str) -> None:
     raw = bundle_bytes(data, writer)
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".bundle-", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".bundle-", suffix=".tmp")
+    except OSError as e:
+        raise BundleError(f"bundle {path!r}: cannot be written: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as open() would make it (mkstemp makes it private)
         os.replace(tmp, path)
     except BaseException:
         try:

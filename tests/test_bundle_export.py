@@ -105,6 +105,8 @@ def test_export_refuses_what_it_cannot_bundle(tmp_path):
     with pytest.raises(BundleError, match="no kernels to write"):
         launcher.export(tmp_path / "x.bundle")
     assert not (tmp_path / "x.bundle").exists()
+    with pytest.raises(BundleError, match="missing/x.bundle': cannot be written: No such file or directory"):
+        launcher.export(tmp_path / "missing" / "x.bundle", ck)
 
 
 # ---- python -m launcher inspect ----
