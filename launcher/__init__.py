@@ -36,10 +36,33 @@ def clear_pointer_cache() -> None:
     driver.pointer_cache_clear()
 
 
+# Bundles: kernels exported from Triton, called without it (docs/bundles.md). Imported on first
+# use, so that `import launcher` costs the drop-in's users nothing more.
+_BUNDLE_NAMES = {
+    "export": "launcher.bundle_export", "capture": "launcher.bundle_export",
+    "load_bundle": "launcher.bundle_kernel", "Bundle": "launcher.bundle_kernel", "BundleKernel": "launcher.bundle_kernel",
+    "BundleError": "launcher.bundle_format", "NoVariantError": "launcher.variants",
+    "set_allocator": "launcher.allocation", "TensorDescriptor": "launcher.tensordesc",
+}
+
+
+def __getattr__(name):
+    module = _BUNDLE_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'launcher' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __version__ = "0.1.0"
 
 __all__ = [
-    "AssumptionError", "BoundLaunch", "Conventions", "CudaDriverNotFound", "CudaError", "CudaLauncher", "LaunchSpec",
-    "ModuleCache", "PlanError", "PreparedLaunch", "SharedMemoryError", "SpecError", "TensorMap", "UnsupportedKernel",
-    "clear_pointer_cache", "fast_dispatch_stats", "install", "installed", "is_installed", "module_cache", "prepare", "uninstall",
+    "AssumptionError", "BoundLaunch", "Bundle", "BundleError", "BundleKernel", "Conventions", "CudaDriverNotFound",
+    "CudaError", "CudaLauncher", "LaunchSpec", "ModuleCache", "NoVariantError", "PlanError", "PreparedLaunch",
+    "SharedMemoryError", "SpecError", "TensorDescriptor", "TensorMap", "UnsupportedKernel", "capture",
+    "clear_pointer_cache", "export", "fast_dispatch_stats", "install", "installed", "is_installed", "load_bundle",
+    "module_cache", "prepare", "set_allocator", "uninstall",
 ]

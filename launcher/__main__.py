@@ -1,4 +1,4 @@
-"""`python -m launcher info | check | demo | bench`."""
+"""`python -m launcher info | check | inspect | demo | bench`."""
 from __future__ import annotations
 
 import argparse
@@ -130,6 +130,7 @@ COMMANDS = (
     ("info", "versions, native library, CUDA driver and devices, whether launcher is installed "
              "(and the LAUNCHER_INSTALL hook), cache counters"),
     ("check", "fence-check .ptx/.ttgir files or a Triton cache directory (`check --help`)"),
+    ("inspect", "the kernels, variants, targets and autotune choices of a bundle (`inspect --help`)"),
     ("bench", "launch-latency benchmarks on a GPU -> JSON, Markdown, PNG"),
 )
 
@@ -146,6 +147,10 @@ def main(argv=None) -> int:
         from launcher import fence
 
         return fence.main(argv[1:])
+    if argv and argv[0] == "inspect":
+        from launcher import bundle_inspect
+
+        return bundle_inspect.main(argv[1:])
     prog = _prog()
     ap = argparse.ArgumentParser(
         prog=prog,

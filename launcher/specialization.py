@@ -183,7 +183,7 @@ class AssumptionCheck:
             self._scalar(path, ty, value)
         elif kind == "tensordesc":
             got = _tensordesc_type(value)
-            if got is None or got.split(",")[0].rstrip(">") != ty.split(",")[0].rstrip(">"):
+            if got is None or got.split("]")[0] != ty.split("]")[0]:  # dtype and block shape; not the layout
                 self._fail(path, ty, got or _describe(value))
         # nvTmaDesc: a CUtensorMap carries no assumption the kernel could check
 

@@ -406,3 +406,349 @@ def check_used_globals(jit_fn) -> None:
         if (new := globals_dict.get(name, missing)) != val:
             raise RuntimeError(f"Global variable {name} has changed since we compiled this kernel, "
                                f"from {val} to {new}")
+
+
+# ---- for bundles ----
+# What launcher.bundle_export needs of Triton's objects, read here and nowhere else: a
+# CompiledKernel's parts and versions, a JIT function's parameters, the autotune and heuristics
+# layers around it, and the hooks a capture uses to see every call. Each function returns
+# launcher data (launcher.bundle_format records, plain values) or Triton objects opaque to the
+# caller.
+
+# The compile options a call selects a variant by when it does not pass them (Triton compiles
+# with its defaults then); the other options are compared only when a call passes them.
+SELECTABLE_OPTIONS = ("num_warps", "num_ctas", "num_stages", "maxnreg", "launch_cooperative_grid", "launch_pdl",
+                      "enable_fp_fusion")
+
+
+def _json_value(value):
+    """A compile option as JSON data (tuples as lists; anything else by its repr)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+    if isinstance(value, (tuple, list)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    return repr(value)
+
+
+def _ptx_fact(ptx, pattern):
+    m = re.search(pattern, ptx or "", re.M)
+    return m.group(1) if m else ""
+
+
+@functools.lru_cache(maxsize=None)
+def _ptxas_version(arch: int) -> str:
+    """The version of the ptxas Triton uses for `arch` now ("12.8.93"; "" if it cannot say)."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas_version
+
+        return _ptx_fact(get_ptxas_version(arch), r"V(\d+\.\d+(?:\.\d+)?)")
+    except Exception:  # no ptxas in this installation: the version is unknown, not an error
+        return ""
+
+
+def _option_fields():
+    import dataclasses
+
+    from triton.backends.nvidia.compiler import CUDAOptions
+
+    return [f.name for f in dataclasses.fields(CUDAOptions)]
+
+
+@functools.lru_cache(maxsize=None)
+def _default_options(arch: int, warp_size: int) -> tuple:
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    options = make_backend(GPUTarget("cuda", arch, warp_size)).parse_options({})
+    return tuple((k, _json_value(getattr(options, k))) for k in SELECTABLE_OPTIONS if hasattr(options, k))
+
+
+def is_compiled_kernel(obj) -> bool:
+    """Whether `obj` is a Triton CompiledKernel (checked without importing Triton)."""
+    return hasattr(obj, "metadata") and hasattr(obj, "asm") and hasattr(obj, "src")
+
+
+def kernel_name(kernel) -> str:
+    """A CompiledKernel's name, for messages."""
+    return str(getattr(kernel, "name", "?"))
+
+
+def jit_function_of(kernel):
+    """The JIT function a CompiledKernel was compiled from (None for IR sources)."""
+    return getattr(getattr(kernel, "src", None), "fn", None)
+
+
+def variant_parts(kernel) -> dict:
+    """What a bundle keeps of a CompiledKernel: its spec, cubin, PTX and TTGIR, target, the
+    Triton, PTX ISA and ptxas versions, its compile options and its release's defaults."""
+    import triton
+
+    md = kernel.metadata
+    if jit_function_of(kernel) is None:
+        raise UnsupportedKernel(f"kernel {md.name!r} was compiled from an IR file, not a Triton function: "
+                                "a bundle needs the function's parameters")
+    spec = spec_from_triton(kernel.src, md)
+    asm = kernel.asm
+    ptx, ttgir = dict.get(asm, "ptx"), dict.get(asm, "ttgir")
+    arch = spec.arch
+    fields = _option_fields()
+    return dict(
+        spec=spec, cubin=bytes(kernel.kernel), ptx=ptx, ttgir=ttgir,
+        target=_ptx_fact(ptx, r"^\s*\.target\s+(\w+)") or (f"sm_{arch}" if arch else ""),
+        triton_version=str(getattr(md, "triton_version", None) or triton.__version__),
+        ptx_isa=_ptx_fact(ptx, r"^\s*\.version\s+(\d+\.\d+)"),
+        ptxas_version=_ptxas_version(arch) if arch else "",
+        options={k: _json_value(getattr(md, k)) for k in fields if hasattr(md, k)},
+        default_options=dict(_default_options(arch, spec.warp_size)) if arch else {},
+    )
+
+
+def function_record(fn) -> dict:
+    """A JIT function's identity and Python parameters, as the bundle keeps them."""
+    import inspect
+
+    from launcher import bundle_format as BF
+
+    keyword_only_kept = triton_version() >= (3, 9)  # 3.6-3.8 bind every parameter positionally too
+    params = []
+    for kp, (name, p) in zip(fn.params, fn.signature.parameters.items()):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise UnsupportedKernel(f"kernel {fn.__name__!r}: parameter {name!r} is *{name} or **{name}, "
+                                    "which a bundle cannot call")
+        has_default = p.default is not inspect.Parameter.empty
+        params.append(BF.Param(
+            name=name, constexpr=bool(kp.is_constexpr), keyword_only=keyword_only_kept and p.kind == p.KEYWORD_ONLY,
+            has_default=has_default, default=S.encode_constant(p.default) if has_default else None,
+            annotation=str(kp.annotation or ""), do_not_specialize=bool(kp.do_not_specialize),
+            do_not_specialize_on_alignment=bool(kp.do_not_specialize_on_alignment)))
+    try:
+        file = inspect.getsourcefile(fn.fn)
+    except TypeError:
+        file = None
+    line = getattr(fn, "starting_line_number", None)
+    return dict(function=fn.__name__, module=str(fn.__module__), qualname=fn.__qualname__, file=file,
+                line=line if isinstance(line, int) else None, params=tuple(params))
+
+
+def layers_of(obj) -> tuple:
+    """(JIT function, [layer objects, outermost first]) of what a user calls: a JITFunction, or
+    an Autotuner / Heuristics around one."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
+
+    layers = []
+    while not isinstance(obj, JITFunction):
+        if not isinstance(obj, (Autotuner, Heuristics)):
+            raise UnsupportedKernel(f"{type(obj).__name__} is neither a Triton function nor an autotune or "
+                                    "heuristics layer around one")
+        layers.append(obj)
+        obj = obj.fn
+    return obj, layers
+
+
+def _config_record(config, name) -> dict:
+    if getattr(config, "pre_hook", None) is not None:
+        raise UnsupportedKernel(f"kernel {name!r}: autotune config {config} has a pre_hook, Python code that "
+                                "a bundle cannot hold")
+    if getattr(config, "ir_override", None) is not None:
+        raise UnsupportedKernel(f"kernel {name!r}: autotune config {config} overrides the IR from a file")
+    return {"kwargs": {k: S.encode_constant(v) for k, v in config.kwargs.items()},
+            "num_warps": config.num_warps, "num_stages": config.num_stages, "num_ctas": config.num_ctas,
+            "maxnreg": config.maxnreg}
+
+
+def layer_record(layer, name):
+    """The bundle record of an Autotuner or Heuristics layer (without choices or records)."""
+    from triton.runtime.autotuner import Autotuner
+
+    from launcher import bundle_format as BF
+
+    if isinstance(layer, Autotuner):
+        return BF.Autotune(key=tuple(layer.keys), configs=tuple(_config_record(c, name) for c in layer.configs))
+    return BF.Heuristics(names=tuple(layer.values))
+
+
+def autotune_config_index(layer, config) -> int:
+    """The index of `config` (what the autotuner chose) among the layer's configs."""
+    for i, c in enumerate(layer.configs):
+        if c is config or c == config:
+            return i
+    raise UnsupportedKernel(f"the autotuner chose a config ({config}) that is not one of its configs")
+
+
+class _TrackingDict(dict):
+    """The argument dict a heuristic reads, remembering which names it read."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.read = set()
+        self.read_all = False
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key):
+        self.read.add(key)
+        return super().__contains__(key)
+
+    def _all(self):
+        self.read_all = True
+
+    def keys(self):
+        self._all()
+        return super().keys()
+
+    def values(self):
+        self._all()
+        return super().values()
+
+    def items(self):
+        self._all()
+        return super().items()
+
+    def __iter__(self):
+        self._all()
+        return super().__iter__()
+
+    def copy(self):
+        self._all()
+        return dict(self)
+
+
+class _CaptureHooks:
+    """Class-level wrappers of JITFunction.run, Autotuner.run, Heuristics.run and
+    CompiledKernel._init_handles that tell every active sink what ran, while any is active."""
+
+    def __init__(self):
+        import threading
+
+        self.lock = threading.Lock()
+        self.local = threading.local()
+        self.sinks = []
+        self.saved = None
+
+    # -- sinks --
+    def add(self, sink):
+        with self.lock:
+            if self.saved is None:
+                self._patch()
+            self.sinks.append(sink)
+
+    def remove(self, sink):
+        with self.lock:
+            self.sinks.remove(sink)
+            if not self.sinks and self.saved is not None:
+                self._unpatch()
+
+    def _emit(self, method, *args):
+        with self.lock:
+            sinks = list(self.sinks)
+        for sink in sinks:
+            getattr(sink, method)(*args)
+
+    def _stack(self):
+        stack = getattr(self.local, "stack", None)
+        if stack is None:
+            stack = self.local.stack = []
+        return stack
+
+    # -- the wrappers --
+    def _patch(self):
+        from triton.compiler.compiler import CompiledKernel
+        from triton.runtime.autotuner import Autotuner, Heuristics
+        from triton.runtime.jit import JITFunction
+
+        hooks = self
+        jit_run, tune_run, heur_run = JITFunction.run, Autotuner.run, Heuristics.run
+        init_handles = CompiledKernel._init_handles
+        self.saved = [(JITFunction, "run", jit_run), (Autotuner, "run", tune_run), (Heuristics, "run", heur_run),
+                      (CompiledKernel, "_init_handles", init_handles)]
+
+        def run_jit(self, *args, grid, warmup, **kwargs):
+            user_kwargs = dict(kwargs)
+            kernel = jit_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+            if isinstance(kernel, CompiledKernel):
+                hooks._emit("kernel", kernel)
+                stack = hooks._stack()
+                if stack:
+                    stack[-1]["runs"].append((kernel, warmup))
+                elif not warmup:
+                    hooks._emit("call", self, self, args, user_kwargs, kernel)
+            return kernel
+
+        def run_layer(self, args, kwargs, body):
+            stack = hooks._stack()
+            frame = {"obj": self, "args": args, "kwargs": dict(kwargs), "runs": []}
+            stack.append(frame)
+            try:
+                result = body()
+            finally:
+                stack.pop()
+            top = stack[0]["obj"] if stack else self
+            if isinstance(self, Autotuner):
+                config = getattr(self, "best_config", None)
+                if config is not None:
+                    hooks._emit("autotune_choice", top, self, args, frame["kwargs"], config)
+            finals = [k for k, w in frame["runs"] if not w]
+            if stack:
+                stack[-1]["runs"].extend(frame["runs"][-1:])  # what this layer ran in the end
+            elif finals:
+                hooks._emit("call", top, self, args, frame["kwargs"], finals[-1])
+            return result
+
+        def run_autotuner(self, *args, **kwargs):
+            return run_layer(self, args, kwargs, lambda: tune_run(self, *args, **kwargs))
+
+        def run_heuristics(self, *args, **kwargs):
+            def body():  # Heuristics.run (3.6-3.9), with the arguments each heuristic read recorded
+                inputs, values = {}, {}
+                for v, heur in self.values.items():
+                    seen = _TrackingDict({**dict(zip(self.arg_names, args)), **kwargs})
+                    kwargs[v] = values[v] = heur(seen)
+                    names = set(dict.keys(seen)) if seen.read_all else seen.read & set(dict.keys(seen))
+                    inputs.update((n, dict.__getitem__(seen, n)) for n in names if n not in self.values)
+                hooks._emit("heuristic", hooks._stack()[0]["obj"], self, inputs, values)
+                return self.fn.run(*args, **kwargs)
+
+            return run_layer(self, args, kwargs, body)
+
+        def init(self):
+            hooks._emit("kernel", self)
+            return init_handles(self)
+
+        JITFunction.run, Autotuner.run, Heuristics.run = run_jit, run_autotuner, run_heuristics
+        CompiledKernel._init_handles = init
+
+    def _unpatch(self):
+        for cls, name, original in self.saved:
+            setattr(cls, name, original)
+        self.saved = None
+
+
+_capture_hooks = None
+
+
+def capture_hooks():
+    """The process-wide capture hooks (made on first use): `.add(sink)` / `.remove(sink)`.
+
+    A sink gets, from any thread, while it is added:
+      kernel(compiled_kernel)                       every CompiledKernel run or loaded;
+      call(top, layer, args, kwargs, kernel)        every launch a user made: `top` is what the
+                                                    user called, args/kwargs what it passed;
+      autotune_choice(top, autotuner, args, kwargs, config)   what an autotuner chose;
+      heuristic(top, layer, inputs, values)         what a heuristics layer computed ({name: value})
+                                                    from what it read ({name: value}).
+    """
+    global _capture_hooks
+    if _capture_hooks is None:
+        _capture_hooks = _CaptureHooks()
+    return _capture_hooks

@@ -1,0 +1,713 @@
+"""Calling kernels from a bundle: `load_bundle(path)` and `bundle.kernel[grid](*args, **kwargs)`.
+
+Works without Triton (torch optional). A bundled kernel is called as its Triton function is:
+the same positional and keyword parameters and defaults, a grid tuple or a callable of the
+meta-parameters (a dict of every argument by name), constexprs and compile options
+(`BLOCK=1024`, `num_warps=8`), which must then match a variant, and `stream=`: a CUstream
+handle (an int, or an object with `.cuda_stream`). Without `stream=`, kernels run on the
+current stream of the current device: torch's, when torch is imported and an argument is a
+torch tensor; otherwise the device's default (legacy) stream 0. The current device is torch's
+when torch is imported, else the device of the driver's current context (device 0's primary
+context if there is none). A call returns None.
+
+The call path: one function generated per kernel, with the kernel's own signature (names
+checked as Python identifiers when the bundle is read; nothing else from the file is code),
+binds the arguments, computes a key of their specialization (type and dtype, 16-byte
+alignment, int class and value 1, constexpr values; the exact values of autotune key and
+heuristics inputs; the current device) and finds the launcher that key chose before: the
+variant's CudaLauncher (launcher.cuda_launcher), its CUfunction on that device and what to
+fill in for the arguments the call left to a layer. A key seen for the first time goes the
+slow way: launcher.variants chooses the variant, the fence check runs on its PTX under the
+install() policy (or $LAUNCHER_FENCE_CHECK), and its cubin is loaded through
+launcher.module_cache(), held until the bundle is closed or collected.
+"""
+from __future__ import annotations
+
+import functools
+import linecache
+import logging
+import sys
+import threading
+import weakref
+
+from launcher import allocation, driver
+from launcher import bundle_format as BF
+from launcher import spec as S
+from launcher import variants as V
+from launcher.cuda_launcher import CudaLauncher
+from launcher.specialization import _tensordesc_type
+
+log = logging.getLogger("launcher.bundle")
+
+_MAX_ENTRIES = 4096
+
+
+class _Required:
+    """A positional parameter without a default that follows one with a default (Python's
+    syntax needs a default there; a call that leaves it out is refused)."""
+
+    def __repr__(self):
+        return "<required>"
+
+
+REQUIRED = _Required()
+
+
+# ---- the specialization key of one argument (cheap; a refinement of Triton's) ----
+_ONE = ("int", "one")
+_INT_KEYS = {(c, neg, d): ("int", c, neg, d) for c in range(4) for neg in (False, True) for d in (False, True)}
+_FLOAT = ("float",)
+_NONE = ("none",)
+
+
+def key_of(v):
+    """What the choice of a variant depends on in argument `v`."""
+    cls = v.__class__
+    if cls is int:
+        if v == 1:
+            return _ONE
+        if -0x80000000 <= v <= 0x7FFFFFFF:
+            c = 0
+        elif -0x8000000000000000 <= v <= 0x7FFFFFFFFFFFFFFF:
+            c = 1
+        else:
+            c = 2 if 0 <= v <= 0xFFFFFFFFFFFFFFFF else 3
+        return _INT_KEYS[(c, v < 0, v % 16 == 0)]
+    if cls is float:
+        return _FLOAT
+    if v is None:
+        return _NONE
+    if cls is bool:
+        return (bool, v)
+    data_ptr = getattr(v, "data_ptr", None)
+    if data_ptr is not None:
+        return (cls, getattr(v, "dtype", None), data_ptr() % 16 == 0)
+    if cls is tuple or cls is list or isinstance(v, tuple):
+        return (tuple, tuple([key_of(x) for x in v]))
+    cai = getattr(v, "__cuda_array_interface__", None)
+    if cai is not None:
+        return (cls, cai["typestr"], int(cai["data"][0]) % 16 == 0)
+    if hasattr(v, "block_shape"):
+        return (cls, _tensordesc_type(v))
+    return (cls, v)
+
+
+def key_of_pointer(v):
+    """key_of for a parameter every variant takes as a pointer: a tensor, first."""
+    try:
+        return (v.__class__, v.dtype, v.data_ptr() % 16 == 0)
+    except AttributeError:  # an int address, None, a __cuda_array_interface__ object, a dtype-less object
+        return key_of(v)
+
+
+_SMALL_INTS = [_INT_KEYS[(0, neg, d)] for neg in (False, True) for d in (False, True)]
+
+
+def key_of_int(v):
+    """key_of for a parameter every variant takes as an integer (or specialized from one)."""
+    if v.__class__ is int and -0x80000000 <= v <= 0x7FFFFFFF:
+        if v == 1:
+            return _ONE
+        return _SMALL_INTS[(v < 0) * 2 + (v % 16 == 0)]
+    return key_of(v)
+
+
+def raw_key(v):
+    """The key of an argument whose exact value matters (autotune keys, heuristics inputs)."""
+    cls = v.__class__
+    if cls in (int, float, bool, str) or v is None:
+        return (cls, v)
+    return key_of(v)
+
+
+def constexpr_key(v):
+    return (v.__class__, v)
+
+
+# ---- the generated call ----
+_TEMPLATE = '''\
+def launch(_launcher_grid, /, {signature}):
+    if _launcher_extra:
+        _launcher_too_many({count}, _launcher_extra)
+    _launcher_args = ({names})
+    if _launcher_options:
+        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, _launcher_options, None)
+    _launcher_key = None
+    try:
+        _launcher_key = ({keys}_launcher_device())
+        _launcher_entry = _launcher_cache[_launcher_key]
+    except KeyError:
+        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, _launcher_key)
+    except Exception:
+        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, None)
+    _launcher_n = len(_launcher_grid) if _launcher_grid.__class__ is tuple else 0
+    if _launcher_n == 3:
+        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid
+    elif _launcher_n == 1:
+        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid[0], 1, 1
+    else:
+        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_entry.grid3(_launcher_grid, _launcher_args)
+    if _launcher_entry.adjusts:
+        _launcher_args = _launcher_entry.complete(_launcher_args)
+    _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2,
+                        _launcher_entry.stream() if {stream} is None else _launcher_stream_of({stream}),
+                        _launcher_entry.function, _launcher_entry.metadata, None, None, None, *_launcher_args)
+'''
+
+_BIND = '''\
+def bind({signature}):
+    return ({names}), _launcher_options, {stream}
+'''
+
+
+def _signature(params, layer_names, with_extra):
+    """The parameter list of a generated function with the kernel's own parameters: those a
+    layer may supply or with a default get a MISSING default (the real one is filled in later,
+    so that the call path knows what the caller passed), `stream=` unless the kernel has a
+    parameter of that name, surplus positional arguments in `_launcher_extra` (to say how many
+    the kernel takes) and compile options in `**_launcher_options`."""
+    positional, keyword = [], []
+    defaulted = False
+    for p in params:
+        if p.has_default or p.name in layer_names:
+            text = f"{p.name}=_launcher_MISSING"
+            defaulted = True
+        elif defaulted and not p.keyword_only:
+            text = f"{p.name}=_launcher_REQUIRED"
+        else:
+            text = p.name
+        (keyword if p.keyword_only else positional).append(text)
+    names = [p.name for p in params]
+    stream = "stream" if "stream" not in names else "None"
+    star = ["*_launcher_extra"] if with_extra else ["*"]
+    tail = ["stream=None"] if stream == "stream" else []
+    parts = positional + star + keyword + tail + ["**_launcher_options"]
+    if parts[len(positional)] == "*" and len(parts) == len(positional) + 2:  # '*' then only **options
+        parts.remove("*")
+    namespace = {"_launcher_MISSING": V.MISSING, "_launcher_REQUIRED": REQUIRED}
+    return ", ".join(parts), stream, namespace
+
+
+_code_cache: dict = {}  # source -> compiled module code (kernels of one signature share it)
+
+
+def _compile(source, kind, namespace, qualname):
+    """The function `source` defines, made in `namespace`; sources are compiled once each."""
+    code = _code_cache.get(source)
+    if code is None:
+        import hashlib
+
+        filename = f"<launcher bundle {kind} {hashlib.sha256(source.encode()).hexdigest()[:12]}>"
+        code = compile(source, filename, "exec")
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        if len(_code_cache) >= 1024:
+            _code_cache.clear()
+        _code_cache[source] = code
+    exec(code, namespace)
+    fn = namespace[kind]
+    fn.__qualname__ = qualname
+    return fn
+
+
+def _stream_of(stream):
+    if stream.__class__ is int:
+        return stream
+    handle = getattr(stream, "cuda_stream", None)
+    return handle if handle is not None else stream  # the launcher refuses what is not a handle
+
+
+class _Entry:
+    """What a specialization key chose: the launcher, CUfunction and fills of one variant on one device."""
+
+    __slots__ = ("kernel", "variant", "run", "function", "metadata", "fills", "arrays", "adjusts", "stream")
+
+    def __init__(self, kernel, variant, run, function, fills, arrays, stream):
+        self.kernel = kernel
+        self.variant = variant
+        self.run = run
+        self.function = function
+        self.metadata = variant.spec.packed_metadata
+        self.fills = fills  # ((index, value), ...) for the arguments the call did not pass
+        self.arrays = arrays  # indices of arguments holding __cuda_array_interface__ objects
+        self.adjusts = bool(fills or arrays)
+        self.stream = stream
+
+    def complete(self, args):
+        """The arguments as the launcher takes them: the fills in, device arrays as addresses."""
+        args = list(args)
+        for i, value in self.fills:
+            args[i] = value
+        for i in self.arrays:
+            args[i] = addresses(args[i])
+        return tuple(args)
+
+    def grid3(self, grid, args):
+        if self.fills:
+            args = list(args)
+            for i, value in self.fills:
+                args[i] = value
+        return self.kernel.grid3(grid, args)
+
+
+def _is_array(v) -> bool:
+    return getattr(v, "data_ptr", None) is None and getattr(v, "__cuda_array_interface__", None) is not None
+
+
+def addresses(value):
+    """`value` with every __cuda_array_interface__ object (in tuples too) replaced by its address."""
+    if isinstance(value, (tuple, list)):
+        return tuple(addresses(v) for v in value)
+    if _is_array(value):
+        return int(value.__cuda_array_interface__["data"][0])
+    return value
+
+
+class BundleKernel:
+    """One kernel of a bundle: `k[grid](*args, **kwargs)` launches it (see the module docstring)."""
+
+    def __init__(self, bundle, entry: BF.KernelEntry, variants):
+        self.bundle = bundle
+        self.name = entry.name
+        self.function = entry.function
+        self.entry = entry
+        self.params = entry.params
+        self.names = tuple(p.name for p in entry.params)
+        self._variants = variants
+        self._chooser = None  # made on the first call that needs it
+        self._lock = threading.Lock()
+        self._cache = {}  # specialization key -> _Entry
+        self._launchers = {}  # variant id -> CudaLauncher
+        self._functions = {}  # (variant id, device) -> CUfunction
+        self._modules = []  # modules this kernel holds in launcher.module_cache()
+        self._archs = {}  # device -> compute capability
+        self._finalizer = weakref.finalize(self, _release, self._modules)
+        self._finalizer.atexit = False
+        self._layer_names = set()  # parameters a layer may supply
+        self._raw = set()  # parameters whose exact value the choice depends on
+        for layer in entry.layers:
+            if layer.kind == "autotune":
+                for c in layer.configs:
+                    self._layer_names.update(c["kwargs"])
+                self._raw.update(layer.key)
+            else:
+                self._layer_names.update(layer.names)
+                for inputs, _ in layer.records:
+                    self._raw.update(inputs)
+        self._call = None  # the generated call path, made on first use
+        self._binder = None
+
+    @property
+    def chooser(self) -> V.Chooser:
+        if self._chooser is None:
+            self._chooser = V.Chooser(self.entry, self._variants)
+        return self._chooser
+
+    def _bind(self, *args, **kwargs):
+        """(arguments by parameter, compile options, stream) of a call, bound as the launch binds them."""
+        if self._binder is None:
+            signature, stream, namespace = _signature(self.params, self._layer_names, with_extra=False)
+            self._binder = _compile(_BIND.format(signature=signature, names="".join(f"{n}, " for n in self.names),
+                                                 stream=stream), "bind", namespace, self.name)
+        return self._binder(*args, **kwargs)
+
+    def _generate(self):
+        variants, raw = self._variants, self._raw
+        signature, stream, namespace = _signature(self.params, self._layer_names, with_extra=True)
+        keys = []
+        for i, p in enumerate(self.params):
+            kinds = {v.spec.args[i].kind for v in variants}
+            types = {v.spec.args[i].type for v in variants}
+            if p.constexpr:
+                fn = constexpr_key
+            elif p.name in raw:
+                fn = raw_key
+            elif kinds == {"pointer"}:
+                fn = key_of_pointer
+            elif kinds <= {"scalar", "constexpr"} and types - {"constexpr"} <= set(S.INT_RANGES) - {"i1", "u1"}:
+                fn = key_of_int
+            else:
+                fn = key_of
+            namespace[f"_launcher_k{i}"] = fn
+            keys.append(f"_launcher_k{i}({p.name}), ")
+        positional = sum(1 for p in self.params if not p.keyword_only)
+        namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache, _launcher_device=_current_device,
+                         _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many)
+        source = _TEMPLATE.format(signature=signature, stream=stream, count=positional,
+                                  names="".join(f"{n}, " for n in self.names), keys="".join(keys))
+        self._call = _compile(source, "launch", namespace, self.name)
+        return self._call
+
+    def __repr__(self):
+        return f"<bundled kernel {self.name} ({len(self._variants)} variants)>"
+
+    def __getitem__(self, grid):
+        return functools.partial(self._call or self._generate(), grid)
+
+    def _too_many(self, count, extra):
+        raise TypeError(f"kernel {self.name!r} takes {count} positional arguments "
+                        f"({', '.join(p.name for p in self.params if not p.keyword_only)}) but "
+                        f"{count + len(extra)} were given")
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"kernel {self.name!r} is launched as kernel[grid](*args, **kwargs)")
+
+    # -- choosing --
+    def _prepare(self, args, options, arch):
+        """(Variant, the completed arguments) for a call's bound arguments."""
+        values = list(args)
+        for p, v in zip(self.params, values):
+            if v is REQUIRED:
+                raise TypeError(f"kernel {self.name!r}: missing required argument {p.name!r}")
+        passed_options = options
+        values, options, wildcard = self.chooser.apply_layers(values, options)
+        for i, (p, v) in enumerate(zip(self.params, values)):
+            if v is V.MISSING and p.has_default:
+                values[i] = V.decode_constant(p.default)
+                if isinstance(values[i], V.Encoded) and not p.constexpr:
+                    raise TypeError(f"kernel {self.name!r}: the default of parameter {p.name!r} "
+                                    f"({p.default!r}) is not a value a bundle can pass; pass {p.name}")
+        variant = self.chooser.choose(values, options, arch, wildcard=wildcard,
+                                      recorded=_Recorded(self, args, passed_options))
+        constants = dict(variant.spec.constants)
+        for i, v in enumerate(values):
+            if v is V.MISSING:  # a constexpr the variant decides (an autotune config chosen in part)
+                values[i] = V.decode_constant(constants.get((i,)))
+        return variant, values
+
+    def choose(self, *, arch=None):
+        """`k.choose(arch=90)(*args, **kwargs)`: the variant (launcher.variants.Variant) a call
+        with these arguments runs on a device of that compute capability (None: this device's)."""
+        def chosen(*args, **kwargs):
+            bound, options, _ = self._bind(*args, **kwargs)
+            return self._prepare(bound, options, self._arch(None) if arch is None else arch)[0]
+
+        return chosen
+
+    def dry_run(self, grid, *, arch=None):
+        """`k.dry_run(grid, arch=90)(*args, **kwargs)`: everything a launch does on the host but
+        loading the cubin and the driver call (the variant is chosen, arguments checked and
+        packed by the C library): returns the bytes each kernel parameter would receive."""
+        def run(*args, **kwargs):
+            bound, options, stream = self._bind(*args, **kwargs)
+            variant, values = self._prepare(bound, options, self._arch(None) if arch is None else arch)
+            g = self.grid3(grid, values)
+            return self._launcher(variant).dry_run(*g, 0 if stream is None else _stream_of(stream), 0,
+                                                   variant.spec.packed_metadata, None, None, None, *addresses(values))
+
+        return run
+
+    # -- launching --
+    def grid3(self, grid, values):
+        if callable(grid):
+            grid = grid(self._meta(values))
+        try:
+            grid = tuple(grid)
+        except TypeError:
+            raise TypeError(f"kernel {self.name!r}: the grid must be a tuple of 1 to 3 ints or a callable "
+                            f"returning one, got {type(grid).__name__}") from None
+        if not 1 <= len(grid) <= 3:
+            raise TypeError(f"kernel {self.name!r}: the grid must have 1 to 3 dimensions, got {grid!r}")
+        return grid + (1,) * (3 - len(grid))
+
+    def _meta(self, values):
+        return {n: (v.data if isinstance(v, V.Encoded) else v) for n, v in zip(self.names, values)}
+
+    def _slow(self, grid, stream, args, options, key):
+        device = _current_device()
+        variant, values = self._prepare(args, options or {}, self._arch(device))
+        entry = self._entry(variant, device, args, values)
+        if key is not None and options is None:
+            with self._lock:
+                if len(self._cache) >= _MAX_ENTRIES:
+                    self._cache.clear()
+                self._cache[key] = entry
+        g0, g1, g2 = self.grid3(grid, values)
+        entry.run(g0, g1, g2, entry.stream() if stream is None else _stream_of(stream), entry.function,
+                  entry.metadata, None, None, None, *addresses(values))
+
+    def _arch(self, device):
+        if device is None:
+            device = _current_device()
+        arch = self._archs.get(device)
+        if arch is None:
+            major, minor = driver.device_capability(device)
+            arch = self._archs[device] = major * 10 + minor
+        return arch
+
+    def _launcher(self, variant):
+        run = self._launchers.get(variant.id)
+        if run is None:
+            source = allocation.allocator_for(variant.spec.kernel)
+            run = CudaLauncher.from_spec(variant.spec, global_allocator=source, profile_allocator=source)
+            self._launchers[variant.id] = run
+        return run
+
+    def _entry(self, variant, device, args, values):
+        function = self._functions.get((variant.id, device))
+        if function is None:
+            function = self._load(variant, device)
+        fills = tuple((i, values[i]) for i, v in enumerate(args) if v is V.MISSING)
+        arrays = tuple(i for i, v in enumerate(values) if any(_is_array(x) for x in _leaves((v,))))
+        torch = sys.modules.get("torch")
+        uses_torch = torch is not None and any(isinstance(v, torch.Tensor) or isinstance(getattr(v, "base", None),
+                                                                                          torch.Tensor)
+                                               for v in _leaves(values))
+        stream = functools.partial(_torch_stream, device) if uses_torch else _default_stream
+        return _Entry(self, variant, self._launcher(variant), function, fills, arrays, stream)
+
+    def _load(self, variant, device):
+        from launcher.install import module_cache
+
+        with self._lock:
+            function = self._functions.get((variant.id, device))
+            if function is not None:
+                return function
+            _fence_check(variant.entry)
+            spec = variant.spec
+            module, function, _regs, _spills, max_threads = module_cache().load_binary(
+                spec.kernel, variant.entry.cubin, spec.shared, device, oversized_shared=spec.conventions.oversized_shared)
+            threads = spec.num_warps * spec.warp_size
+            if threads > max_threads:
+                module_cache().unload_module(module)
+                raise RuntimeError(f"kernel {self.name!r}: variant {variant.id} needs {threads} threads per block; "
+                                   f"device {device} runs at most {max_threads} of this kernel (out of resources)")
+            self._modules.append(module)
+            self._functions[(variant.id, device)] = function
+            return function
+
+    def release(self):
+        """Let go of the modules this kernel loaded (the next launch loads them again)."""
+        with self._lock:
+            self._cache.clear()
+            self._functions.clear()
+            _release(self._modules)
+
+
+class _Recorded:
+    """The variants a capture recorded for a call with these arguments (computed when asked)."""
+
+    def __init__(self, kernel, args, options):
+        self.kernel, self.args, self.options = kernel, args, options
+
+    def __iter__(self):
+        forms = {n: V.call_form(v) for n, v in zip(self.kernel.names, self.args) if v is not V.MISSING}
+        options = {k: v for k, v in self.options.items()}
+        for call in self.kernel.entry.calls:
+            if call.args == forms and all(V._same_option(options.get(k), v) for k, v in call.options.items()) \
+                    and set(call.options) == set(options):
+                yield call.variant
+
+
+def _leaves(values):
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            yield from _leaves(v)
+        else:
+            yield v
+
+
+def _release(modules):
+    from launcher.install import module_cache
+
+    while modules:
+        module = modules.pop()
+        try:
+            module_cache().unload_module(module)
+        except Exception as e:  # the driver may be gone at interpreter exit
+            log.debug("releasing a bundled module failed: %s", e)
+
+
+# ---- devices and streams ----
+_torch_raw = []  # [torch._C's current-device and current-raw-stream functions], once torch's CUDA is up
+
+
+_torch_without_cuda = []  # [True] once an imported torch was found to have no CUDA (a CPU build)
+
+
+def _current_device() -> int:
+    """torch's current device when torch (with CUDA) is imported, else the driver's current device."""
+    if _torch_raw:
+        return _torch_raw[0]()
+    torch = sys.modules.get("torch")
+    if torch is None or _torch_without_cuda:
+        return driver.current_device()
+    if not torch.cuda.is_available():
+        _torch_without_cuda.append(True)
+        return driver.current_device()
+    device = torch.cuda.current_device()  # initializes torch's CUDA state the first time
+    raw = (getattr(torch._C, "_cuda_getDevice", None), getattr(torch._C, "_cuda_getCurrentRawStream", None))
+    if None not in raw:
+        _torch_raw[:] = raw
+    return device
+
+
+def _torch_stream(device):
+    if _torch_raw:
+        return _torch_raw[1](device)
+    import torch
+
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def _default_stream():
+    return 0
+
+
+# ---- the fence check ----
+_fence_lock = threading.Lock()
+_fence_seen: dict = {}  # variant id -> FenceHazardError or None
+_said_no_ptx = [False]
+
+
+def fence_policy() -> str:
+    """The policy install() set, if installed; else $LAUNCHER_FENCE_CHECK (default warn)."""
+    import importlib
+
+    install = importlib.import_module("launcher.install")  # the module (launcher.install is the function)
+    state = install._state  # read-only: install() owns it
+    if state:
+        return state["fence"].policy
+    return install._fence_policy(None)
+
+
+def fence_checker_id() -> str:
+    """What identifies the fence checker: a hash of launcher.fence's source files. A result the
+    exporter recorded under the same checker is the result a check at load would give."""
+    global _checker_id
+    if _checker_id is None:
+        import hashlib
+        import importlib.util
+        import os
+
+        spec = importlib.util.find_spec("launcher.fence")
+        h = hashlib.sha256()
+        for directory in spec.submodule_search_locations or ():
+            for name in sorted(os.listdir(directory)):
+                if name.endswith(".py"):
+                    h.update(name.encode() + b"\0")
+                    with open(os.path.join(directory, name), "rb") as f:
+                        h.update(f.read())
+        _checker_id = h.hexdigest()[:16]
+    return _checker_id
+
+
+_checker_id = None
+
+
+def fence_record(ptx, ttgir, name):
+    """What the exporter records of a variant's fence check ({"checker", "clean"}), or None."""
+    if ptx is None:
+        return None
+    from launcher import fence
+
+    try:
+        report = fence.check_kernel(ptx=ptx, ttgir=ttgir, name=name)
+    except Exception:  # unreadable IR: the loader checks again (and says so)
+        return None
+    return {"checker": fence_checker_id(), "clean": not report.errors}
+
+
+def _fence_check(variant):
+    policy = fence_policy()
+    if policy == "off":
+        return
+    with _fence_lock:
+        known = variant.id in _fence_seen
+        error = _fence_seen.get(variant.id)
+    recorded = variant.fence
+    if not known and recorded is not None and recorded["clean"] and recorded["checker"] == fence_checker_id():
+        known = True  # the same checker found nothing in the same PTX when the bundle was written
+    if not known:
+        from launcher import fence
+
+        error = None
+        if variant.ptx is None:
+            if not _said_no_ptx[0]:
+                _said_no_ptx[0] = True
+                log.info("fence check skipped for %r and later bundled kernels without PTX", variant.spec.kernel)
+        else:
+            try:
+                report = fence.check_kernel(ptx=variant.ptx, ttgir=variant.ttgir, name=variant.spec.kernel)
+            except Exception as e:  # an unreadable IR must not stop the kernel loading
+                log.warning("fence check of %r failed (%s: %s); the kernel is loaded unchecked",
+                            variant.spec.kernel, type(e).__name__, e)
+                report = None
+            if report is not None and report.errors:
+                error = fence.FenceHazardError(report)
+                if policy == "warn":
+                    log.warning("%s", report.format_text())
+        with _fence_lock:
+            _fence_seen[variant.id] = error
+    if error is not None and policy == "error":
+        raise error
+
+
+# ---- bundles ----
+class Bundle:
+    """The kernels of a bundle file, by qualified name (`bundle["kernels.add_kernel"]`) or by
+    function name when it is unique (`bundle["add_kernel"]`, `bundle.add_kernel`)."""
+
+    def __init__(self, path, data: BF.BundleData):
+        self.path = path
+        self.data = data
+        self.kernels = {}
+        for name, entry in data.kernels.items():
+            self.kernels[name] = BundleKernel(self, entry, [data.variants[v] for v in entry.variants])
+
+    def __repr__(self):
+        return f"<launcher bundle {str(self.path)!r}: {', '.join(self.kernels)}>"
+
+    def __iter__(self):
+        return iter(self.kernels)
+
+    def __len__(self):
+        return len(self.kernels)
+
+    def __contains__(self, name):
+        try:
+            self._find(name)
+        except KeyError:
+            return False
+        return True
+
+    def _find(self, name) -> BundleKernel:
+        kernel = self.kernels.get(name)
+        if kernel is not None:
+            return kernel
+        candidates = [k for k in self.kernels.values() if k.function == name]
+        if len(candidates) == 1:
+            return candidates[0]
+        if candidates:
+            raise KeyError(f"bundle {str(self.path)!r}: {name!r} names several kernels; use a qualified name: "
+                           + ", ".join(k.name for k in candidates))
+        raise KeyError(f"bundle {str(self.path)!r} has no kernel {name!r}; it has: " + ", ".join(self.kernels))
+
+    def __getitem__(self, name) -> BundleKernel:
+        return self._find(name)
+
+    def __getattr__(self, name) -> BundleKernel:
+        if name.startswith("_") or "kernels" not in self.__dict__:
+            raise AttributeError(name)
+        try:
+            return self._find(name)
+        except KeyError as e:
+            raise AttributeError(e.args[0]) from None
+
+    def close(self):
+        """Let go of every module the bundle's kernels loaded."""
+        for k in self.kernels.values():
+            k.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def load_bundle(path) -> Bundle:
+    """The kernels of the bundle file `path` (BundleError if it is damaged, tampered with, of an
+    unknown format version, or contradicts itself). Needs neither Triton nor a GPU; cubins are
+    loaded on each kernel's first launch on a device."""
+    return Bundle(path, BF.read_bundle(path))

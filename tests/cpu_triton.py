@@ -1,0 +1,146 @@
+"""Triton's JIT on a machine without a GPU, for the bundle tests.
+
+`CpuDriver` is a Triton driver (triton.runtime.driver.set_active) that targets a chosen
+NVIDIA architecture and "launches" every kernel with launcher's dry run: the real argument
+checks and packing through the C library, with the bytes each parameter would receive
+recorded instead of a driver call. No kernel runs and nothing here stands in for a launch on
+a GPU (tests/test_gpu_bundles.py launches on the H200): it lets `kernel[grid](...)`,
+`kernel.warmup(...)`, @triton.autotune and @triton.heuristics run their Python side, so that
+what launcher.capture records can be tested on CI.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+
+@dataclass
+class Launch:
+    name: str
+    spec: object  # the LaunchSpec of what ran
+    grid: tuple
+    params: list  # bytes per kernel parameter
+
+
+class _Utils:
+    def __init__(self):
+        self.loaded = 0
+
+    def load_binary(self, name, kernel, shared, device):
+        self.loaded += 1
+        return (self.loaded, 0x1000 + self.loaded, 32, 0, 1024)
+
+    def unload_module(self, module):
+        return None
+
+    def get_device_properties(self, device):
+        return {"max_shared_mem": 232448, "max_num_regs": 65536, "multiprocessor_count": 132, "warpSize": 32,
+                "sm_clock_rate": 1980000, "mem_clock_rate": 2619000, "mem_bus_width": 5120}
+
+
+class CpuDriver:
+    """A Triton driver for `arch` whose launches are launcher dry runs (see the module docstring)."""
+
+    def __init__(self, arch: int = 90):
+        from triton.backends.compiler import GPUTarget
+
+        self.target = GPUTarget("cuda", arch, 32)
+        self.utils = _Utils()
+        self.launches: list[Launch] = []
+        self.bench = None  # what autotuners benchmark with, when they ask the driver
+
+    @staticmethod
+    def is_active():
+        return False
+
+    def get_current_device(self):
+        return 0
+
+    def set_current_device(self, device):
+        pass
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_current_target(self):
+        return self.target
+
+    def get_benchmarker(self):
+        return self.bench
+
+    def launcher_cls(self, src, metadata):
+        from launcher import CudaLauncher
+
+        real = CudaLauncher(src, metadata)
+
+        def launch(gx, gy, gz, stream, function, kernel_metadata, launch_metadata, enter, exit_, *args):
+            params = real.dry_run(gx, gy, gz, stream, function, kernel_metadata, launch_metadata, enter, exit_, *args)
+            self.launches.append(Launch(metadata.name, real.spec, (gx, gy, gz), params))
+
+        return launch
+
+
+@contextlib.contextmanager
+def cpu_triton(arch: int = 90, *jit_functions):
+    """Make `CpuDriver(arch)` Triton's active driver for the block. The JIT caches of
+    `jit_functions` are emptied on the way out, so their kernels die while it is active."""
+    import triton
+    from triton.runtime.driver import driver
+
+    d = CpuDriver(arch)
+    old = driver._active
+    driver.set_active(d)
+    old_alloc = None
+    try:
+        from triton.runtime import _allocation
+
+        old_alloc = _allocation._allocator.get()
+
+        class Scratch:
+            def __init__(self, ptr):
+                self.ptr = ptr
+
+            def data_ptr(self):
+                return self.ptr
+
+        triton.set_allocator(lambda size, align, stream: Scratch(0x7E0000000000))
+        yield d
+    finally:
+        for fn in jit_functions:
+            base = fn
+            while hasattr(base, "fn") and not hasattr(base, "device_caches"):
+                base = base.fn
+            caches = getattr(base, "device_caches", None)
+            if caches is not None:
+                caches.clear()
+            if hasattr(fn, "cache") and isinstance(fn.cache, dict):
+                fn.cache.clear()
+        import gc
+
+        gc.collect()  # kernels that die now unload through this driver (Triton 3.9's __del__)
+        if old_alloc is not None:
+            from triton.runtime import _allocation
+
+            _allocation._allocator.set(old_alloc)
+        driver._active = old
+
+
+class FakeTensor:
+    """data_ptr() and a Triton dtype: how Triton's JIT sees a tensor (no torch on CI)."""
+
+    def __init__(self, ptr, dtype):
+        self.ptr, self.dtype = ptr, dtype
+
+    def data_ptr(self):
+        return self.ptr
+
+    def __repr__(self):
+        return f"FakeTensor({self.ptr:#x}, {self.dtype})"
+
+
+def triton_specialization(fn, *args, **kwargs):
+    """What Triton's JIT computes for a call of JIT function `fn` (the CpuDriver must be active):
+    (specialization list, options) from its own binder."""
+    binder = fn.device_caches[0][4]
+    _bound, specialization, options = binder(*args, **kwargs)
+    return specialization, options

@@ -1,0 +1,329 @@
+"""Which variant a bundled kernel runs (issue 13), against what Triton's JIT computes.
+
+Variants of one kernel are compiled by Triton's own JIT (`kernel.warmup`, on the CPU) for a set
+of seed calls. For generated calls, the property test compares the bundle's choice with the
+specialization Triton's binder computes for the same arguments: when the bundle holds the
+variant of exactly that specialization, it is the one chosen; otherwise the chosen variant is
+one whose every assumption the call satisfies, and none that the call satisfies is more
+specialised; when nothing is chosen, none fits (or several do and none includes the others).
+The choice is also a function of the key the generated call path caches it under.
+"""
+
+import pytest
+import triton.language as tl
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import bundle_cases as BC
+import bundle_kernels as B
+import launcher
+from cpu_triton import FakeTensor, cpu_triton, triton_specialization
+from launcher import NoVariantError
+from launcher import bundle_format as BF
+from launcher import bundle_kernel as BK
+
+A, U = 0x7F0000001000, 0x7F0000002004  # a 16-byte aligned and a misaligned address
+SEEDS = [  # (x, out, n, stride, scale, kwargs)
+    ((A, tl.float32), (A, tl.float32), 4096, 1, 2.0, {}),
+    ((A, tl.float32), (A, tl.float32), 4096, 16, 2.0, {}),
+    ((U, tl.float32), (A, tl.float32), 4097, 3, 2.0, {}),
+    ((A, tl.float32), (A, tl.float32), 2**33, 16, 2.0, {}),
+    ((A, tl.float32), (A, tl.float32), 1, 1, 2.0, {}),
+    ((A, tl.float32), (A, tl.float32), 2**63 + 16, 3, 2.0, {}),
+    ((A, tl.float16), (A, tl.float32), 4096, 3, 2.0, {}),
+    ((A, tl.float32), (A, tl.float32), 4096, 3, 2.0, {"BLOCK": 128}),
+    ((A, tl.float32), (A, tl.float32), -32, 3, 2.0, {}),
+    ((U, tl.float32), (U, tl.float32), 4097, 5, 1.0, {}),
+]
+
+
+def _call_args(seed):
+    x, out, n, stride, scale, kwargs = seed
+    return (FakeTensor(*x), FakeTensor(*out), n, stride, scale), kwargs
+
+
+@pytest.fixture(scope="module")
+def scale(tmp_path_factory):
+    """(the bundled scale_kernel, its variants, the JIT function), with Triton's CPU driver on."""
+    path = tmp_path_factory.mktemp("choice") / "scale.bundle"
+    with cpu_triton(90, B.scale_kernel):
+        cks = []
+        for seed in SEEDS:
+            args, kwargs = _call_args(seed)
+            cks.append(B.scale_kernel.warmup(*args, grid=(1,), **kwargs))
+        launcher.export(path, *cks)
+        del cks
+        bundle = launcher.load_bundle(path)
+        yield bundle.scale_kernel, BF.read_bundle(path)
+
+
+# ---- Triton's specialization, and what a variant assumes, side by side ----
+def _variant_specialization(spec):
+    """A variant's specialization in Triton's terms: [(type, "D"/""/None or the constexpr)]."""
+    constants, aligned = dict(spec.constants), set(spec.aligned)
+    out = []
+    for i, a in enumerate(spec.args):
+        if a.kind == "constexpr":
+            out.append(("constexpr", constants.get((i,))))
+        elif a.type in ("fp32", "u1"):
+            out.append((a.type, None))
+        else:
+            out.append((a.type, "D" if (i,) in aligned else ""))
+    return out
+
+
+def _same(a, b):
+    return type(a) is type(b) and a == b
+
+
+def _exact(variant_spec, triton_spec):
+    return all(vt == tt and (_same(va, ta) if vt == "constexpr" else va == ta)
+               for (vt, va), (tt, ta) in zip(_variant_specialization(variant_spec), triton_spec))
+
+
+_RANK = {"i32": 0, "i64": 1, "u64": 2}
+
+
+def _implied(variant_spec, triton_spec, values):
+    """Whether a call Triton specializes as `triton_spec` meets every assumption of the variant."""
+    for (vt, va), (tt, ta), value in zip(_variant_specialization(variant_spec), triton_spec, values):
+        if vt == "constexpr":
+            if not (tt == "constexpr" and _same(va, ta)):
+                return False
+            continue
+        if tt == "constexpr":  # an int 1 the variant takes as a value
+            if not (ta == 1 and vt in _RANK and va == ""):
+                return False
+            continue
+        if vt in _RANK:
+            if tt not in _RANK or _RANK[tt] > _RANK[vt] or (vt == "u64" and value < 0):
+                return False
+        elif vt != tt:
+            return False
+        if va == "D" and ta != "D":
+            return False
+    return True
+
+
+# Mostly values near the seeds' (so that many calls have a variant), some anywhere.
+TENSORS = st.builds(FakeTensor, st.sampled_from([A, A, A, U, A + 8, A + 0x100]),
+                    st.sampled_from([tl.float32, tl.float32, tl.float32, tl.float16, tl.bfloat16]))
+SEEDISH = st.sampled_from([1, 16, 3, 5, 4096, 4097, -32, 2**33, 2**63 + 16])
+INTS = st.one_of(SEEDISH, SEEDISH, st.sampled_from([0, 17, -16, -1, 2**31 - 16, 2**31, 2**33 + 1, 2**63 - 16, 2**63,
+                                                    2**64 - 16, -2**31, -2**31 - 16, -2**63]),
+                 st.integers(-2**63, 2**64 - 1))
+SCALES = st.one_of(st.sampled_from([2.0, 1.0, 0.5]), st.floats(allow_nan=False, allow_infinity=False, width=32),
+                   st.sampled_from([2, 1]))
+KWARGS = st.sampled_from([{}, {}, {}, {"BLOCK": 128}, {"BLOCK": 256}, {"BLOCK": 64}])
+_KEYS = {}
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(TENSORS, TENSORS, INTS, INTS, SCALES, KWARGS)
+def test_the_variant_chosen_is_tritons_specialization_or_the_most_specialised_correct_one(scale, x, out, n, stride,
+                                                                                        s, kwargs):
+    kernel, data = scale
+    args = (x, out, n, stride, s)
+    triton_spec, _ = triton_specialization(B.scale_kernel, *args, **kwargs)
+    values = list(args) + [kwargs.get("BLOCK", 256)]
+    variants = [data.variants[v] for v in data.kernels["bundle_kernels.scale_kernel"].variants]
+    exact = [v for v in variants if _exact(v.spec, triton_spec)]
+    implied = [v for v in variants if _implied(v.spec, triton_spec, values)]
+    try:
+        chosen = kernel.choose(arch=90)(*args, **kwargs)
+    except NoVariantError as e:
+        chosen, error = None, str(e)
+    if exact:
+        assert chosen is not None and chosen.id == exact[0].id, (triton_spec, chosen and chosen.describe())
+    if chosen is not None:
+        assert chosen.id in {v.id for v in implied}, (triton_spec, chosen.describe())
+        ranked = {v.id: kernel.chooser.by_id[v.id].atoms for v in implied}
+        assert not any(ranked[v] > chosen.atoms for v in ranked), triton_spec
+        if (0,) in chosen.spec.aligned:
+            assert x.data_ptr() % 16 == 0  # a misaligned pointer never reaches an aligned kernel
+    else:
+        atoms = [kernel.chooser.by_id[v.id].atoms for v in implied]
+        assert not implied or not any(all(a >= b for b in atoms) for a in atoms), error
+    # the call path caches the choice by this key: equal keys must choose alike
+    namespace = (kernel._call or kernel._generate()).__globals__  # the generated call's key functions
+    values = args + (kwargs.get("BLOCK", BK.V.MISSING),)
+    key = tuple(namespace[f"_launcher_k{i}"](v) for i, v in enumerate(values))
+    got = chosen.id if chosen is not None else None
+    assert _KEYS.setdefault(key, got) == got, (key, args)
+
+
+# ---- the rules, one by one ----
+def _t(ptr, dtype=tl.float32):
+    return FakeTensor(ptr, dtype)
+
+
+def test_a_misaligned_pointer_never_reaches_a_kernel_compiled_for_aligned_ones(scale):
+    kernel, _ = scale
+    for x in (_t(U), U, _t(A + 8), A + 4):
+        v = kernel.choose(arch=90)(x, _t(A), 4097, 3, 2.0)
+        assert (0,) not in v.spec.aligned
+    assert (0,) in kernel.choose(arch=90)(_t(A), _t(A), 4096, 16, 2.0).spec.aligned
+
+
+def test_int_ranges_need_their_variants(scale):
+    kernel, _ = scale
+    assert kernel.choose(arch=90)(_t(A), _t(A), 2**33, 16, 2.0).spec.args[2].type == "i64"
+    assert kernel.choose(arch=90)(_t(A), _t(A), 2**63 + 16, 3, 2.0).spec.args[2].type == "u64"
+    with pytest.raises(NoVariantError, match=r"no variant fits these arguments \(parameter 'n' rules out 9, "
+                                             r"parameter 'x_ptr' rules out 1\)"):
+        kernel.choose(arch=90)(_t(A), _t(A), 2**33 + 1, 16, 2.0)
+    assert dict(kernel.choose(arch=90)(_t(A), _t(A), 1, 1, 2.0).spec.constants)[(2,)] == 1
+
+
+def test_dtypes_and_constexprs_must_match(scale):
+    kernel, _ = scale
+    assert kernel.choose(arch=90)(_t(A, tl.float16), _t(A), 4096, 3, 2.0).spec.args[0].type == "*fp16"
+    with pytest.raises(NoVariantError, match=r"(?s)parameter 'x_ptr' fits no variant.*compiled for a fp16 tensor .*"
+                                             r"got a bf16 tensor") as info:
+        kernel.choose(arch=90)(_t(A, tl.bfloat16), _t(A), 4096, 3, 2.0)
+    assert str(info.value).count("\n  ") == len(SEEDS)  # every variant is listed
+    with pytest.raises(NoVariantError, match="(?s)no variant fits these arguments \\(parameter 'BLOCK' rules out 5, "
+                                             ".*compiled for the constexpr 256, got 64"):
+        kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, BLOCK=64)
+    with pytest.raises(NoVariantError, match="(?s)parameter 'scale'.*compiled for a float"):
+        kernel.choose(arch=90)(_t(U), _t(U), 4097, 5, 2)
+
+
+def test_compile_options_must_match_and_default_to_tritons(scale):
+    kernel, _ = scale
+    with pytest.raises(NoVariantError, match="compiled with num_warps=4, the call asks for num_warps=8"):
+        kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, num_warps=8)
+    assert kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, num_warps=4).spec.num_warps == 4
+    with pytest.raises(TypeError, match="got an unexpected keyword argument 'nmu_warps': it is neither a parameter"):
+        kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, nmu_warps=4)
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'scale'"):
+        kernel.choose(arch=90)(_t(A), _t(A), 4096, 3)
+
+
+def test_another_architecture_is_never_chosen(scale):
+    kernel, _ = scale
+    with pytest.raises(NoVariantError, match="the bundle has variants for sm_90 only; this device is sm_100"):
+        kernel.choose(arch=100)(_t(A), _t(A), 4096, 3, 2.0)
+
+
+def test_ambiguous_calls_take_the_recorded_variant_or_are_refused(tmp_path, scale):
+    kernel, data = scale
+    call = (A, _t(A), 4096, 3, 2.0)  # an int address: fp32 and fp16 variants both fit, neither includes the other
+    with pytest.raises(NoVariantError, match="several variants fit this call and none is more specialised"):
+        kernel.choose(arch=90)(*call)
+    fp16 = kernel.choose(arch=90)(_t(A, tl.float16), _t(A), 4096, 3, 2.0)
+    from launcher import variants as V
+
+    names = ("x_ptr", "out_ptr", "n", "stride", "scale")
+    recorded = BF.Call({n: V.call_form(v) for n, v in zip(names, call)}, {}, fp16.id)
+    k = data.kernels["bundle_kernels.scale_kernel"]
+    data = data.replace(kernels={k.name: k.replace(calls=(recorded,))})
+    path = tmp_path / "recorded.bundle"
+    BF.write_bundle(path, data, "test")
+    assert launcher.load_bundle(path).scale_kernel.choose(arch=90)(*call).id == fp16.id
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    path = tmp_path_factory.mktemp("captured") / "c.bundle"
+    BC.capture_workload(path, 90)
+    return launcher.load_bundle(path)
+
+
+def _ptr(p):
+    class T:
+        dtype = "fp32"
+
+        def data_ptr(self):
+            return p
+
+    return T()
+
+
+def test_autotuned_kernels_take_the_config_recorded_for_the_key(captured):
+    k = captured.tuned_add
+    x, y, out = _ptr(BC.P[0]), _ptr(BC.P[1]), _ptr(BC.P[2])
+    assert dict(k.choose(arch=90)(x, y, out, 4096).spec.constants)[(4,)] == 512
+    assert k.choose(arch=90)(x, y, out, 4096).spec.num_warps == 8
+    assert dict(k.choose(arch=90)(x, y, out, 100).spec.constants)[(4,)] == 128
+    with pytest.raises(NoVariantError, match=r"the autotune key \(2000, fp32, fp32, fp32\) .* was never tuned.*"
+                                             r"the bundle knows the keys \(4096, fp32, fp32, fp32\); "
+                                             r"\(100, fp32, fp32, fp32\)"):
+        k.choose(arch=90)(x, y, out, 2000)
+    v = k.choose(arch=90)(x, y, out, 2000, BLOCK=1024)  # the caller passes a config
+    assert dict(v.spec.constants)[(4,)] == 1024 and v.options["num_stages"] == 2
+    assert k.dry_run(BC.GRIDS["cdiv_n_block"], arch=90)(x, y, out, 2000, BLOCK=1024)[3] == (2000).to_bytes(4, "little")
+
+
+def test_heuristics_kernels_take_what_was_recorded_or_what_the_caller_passes(captured):
+    k = captured.heuristic_add
+    x, y, out = _ptr(BC.P[0]), _ptr(BC.P[1]), _ptr(BC.P[2])
+    assert dict(k.choose(arch=90)(x, y, out, 1000).spec.constants)[(5,)] is False
+    assert dict(k.choose(arch=90)(x, y, out, 512).spec.constants)[(4,)] == 512
+    with pytest.raises(NoVariantError, match="BLOCK, EVEN \\(computed by @triton.heuristics\\) were not recorded for "
+                                             "these arguments: pass BLOCK, EVEN"):
+        k.choose(arch=90)(x, y, out, 640)
+    assert k.choose(arch=90)(x, y, out, 640, BLOCK=1024, EVEN=False).id == k.choose(arch=90)(x, y, out, 1000).id
+    with pytest.raises(NoVariantError, match="parameter 'EVEN' rules out 1, parameter 'BLOCK' rules out 1"):
+        k.choose(arch=90)(x, y, out, 640, BLOCK=1024, EVEN=True)
+
+
+def test_tensor_descriptors_from_launchers_own_type(tmp_path):
+    import cpu_corpus as C
+
+    path = tmp_path / "tma.bundle"
+    launcher.export(path, *(C.BY_NAME["host_tma"].compile(a) for a in (80, 90)))
+    k = launcher.load_bundle(path).tma_copy_kernel
+
+    class Base:
+        def __init__(self, p, dtype):
+            self.p, self.dtype = p, dtype
+
+        def data_ptr(self):
+            return self.p
+
+    d = launcher.TensorDescriptor(Base(A, "fp16"), [256, 256], [256, 1], [64, 64])
+    assert k.choose(arch=90)(d, d, 64, 64).arch == 90
+    params = k.dry_run((4, 4), arch=80)(d, d, BM=64, BN=64)
+    assert params[0] == A.to_bytes(8, "little") and params[1] == (256).to_bytes(8, "little")
+    bad = launcher.TensorDescriptor(Base(A, "fp32"), [256, 256], [256, 1], [64, 64])
+    with pytest.raises(NoVariantError, match="(?s)parameter 'in_desc'.*compiled for tensordesc<fp16\\[64, 64\\]>, "
+                                             "got tensordesc<fp32\\[64, 64\\]>"):
+        k.choose(arch=90)(bad, d, 64, 64)
+    narrow = launcher.TensorDescriptor(Base(A, "fp16"), [256, 256], [256, 1], [64, 32])
+    with pytest.raises(NoVariantError, match=r"compiled for tensordesc<fp16\[64, 64\]>, got tensordesc<fp16\[64, 32\]>"):
+        k.choose(arch=90)(narrow, d, 64, 64)  # the block shape is part of the type (AssumptionCheck fix)
+    with pytest.raises(ValueError, match="base 0x7f0000002004 is not 16-byte aligned"):
+        launcher.TensorDescriptor(Base(U, "fp16"), [256, 256], [256, 1], [64, 64])
+    with pytest.raises(ValueError, match="the last dimension must be contiguous"):
+        launcher.TensorDescriptor(Base(A, "fp16"), [256, 256], [512, 2], [64, 64])
+
+
+def test_cuda_array_interface_objects_are_pointers_and_descriptor_bases(tmp_path, scale):
+    kernel, _ = scale
+
+    class Array:
+        def __init__(self, p, typestr="<f4", shape=(256, 256)):
+            self.__cuda_array_interface__ = {"data": (p, False), "typestr": typestr, "shape": shape,
+                                             "strides": None, "version": 3}
+
+    assert (0,) in kernel.choose(arch=90)(Array(A), Array(A), 4096, 16, 2.0).spec.aligned
+    assert kernel.choose(arch=90)(Array(A, "<f2"), Array(A), 4096, 3, 2.0).spec.args[0].type == "*fp16"
+    params = kernel.dry_run((1,), arch=90)(Array(A), Array(A + 0x100), 4096, 16, 2.0)
+    assert params[0] == A.to_bytes(8, "little") and params[1] == (A + 0x100).to_bytes(8, "little")
+    d = launcher.TensorDescriptor.from_tensor(Array(A, "<f2"), [64, 64])
+    assert d.shape == [256, 256] and d.strides == [256, 1] and d.base.dtype == "fp16"
+
+
+def test_the_grid_may_be_a_callable_of_the_meta_parameters(scale):
+    kernel, _ = scale
+    seen = []
+
+    def grid(meta):
+        seen.append(dict(meta))
+        return (meta["n"] // meta["BLOCK"],)
+
+    kernel.dry_run(grid, arch=90)(_t(A), _t(A), 4096, 16, 2.0)
+    assert seen == [{"x_ptr": seen[0]["x_ptr"], "out_ptr": seen[0]["out_ptr"], "n": 4096, "stride": 16,
+                     "scale": 2.0, "BLOCK": 256}]
+    with pytest.raises(TypeError, match="the grid must have 1 to 3 dimensions"):
+        kernel.dry_run((1, 1, 1, 1), arch=90)(_t(A), _t(A), 4096, 16, 2.0)

@@ -1,0 +1,284 @@
+"""launcher.export and the bundle format (issue 12): real Triton-compiled kernels for sm_80, sm_90
+and sm_100 (plain, tuple and tensor-descriptor signatures, two kernels of one name from two
+modules) written and read back equal; what each variant records; `python -m launcher inspect`;
+and the refusal, naming the entry, of bundles that are truncated, tampered with, of another
+version, or whose spec contradicts its cubin."""
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import bundle_cases as BC
+import cpu_corpus as C
+import kernels as K
+import launcher
+from launcher import BundleError, CudaLauncher
+from launcher import bundle_format as BF
+from triton_compile import compile_cpu
+
+ROOT = os.path.dirname(os.path.dirname(__file__))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bundles") / "corpus.bundle"
+    data, kernels = BC.export_corpus(path)
+    return path, data, kernels
+
+
+def test_what_is_read_back_is_what_was_exported(corpus):
+    path, written, kernels = corpus
+    data = BF.read_bundle(path)
+    assert list(data.kernels) == list(written.kernels)
+    for label, _entry, ck in kernels:
+        spec = CudaLauncher(ck.src, ck.metadata).spec
+        vid = BF.variant_id(spec, bytes(ck.kernel))
+        v = data.variants[vid]
+        assert v.spec == spec, label
+        assert v.cubin == bytes(ck.kernel) and v.ptx == ck.asm["ptx"] and v.ttgir == ck.asm["ttgir"], label
+    for name, k in written.kernels.items():
+        assert data.kernels[name] == k
+
+
+def test_several_archs_and_same_named_kernels_have_unique_qualified_names(corpus):
+    _, data, _ = corpus
+    assert "kernels.add_kernel" in data.kernels and "bundle_kernels.add_kernel" in data.kernels
+    add = data.kernels["kernels.add_kernel"]
+    assert {data.variants[v].arch for v in add.variants} == {90, 100}
+    tma = data.kernels["kernels.tma_copy_kernel"]
+    assert {data.variants[v].arch for v in tma.variants} == {80, 90, 100}
+    bundle = launcher.load_bundle(corpus[0])
+    with pytest.raises(KeyError, match="'add_kernel' names several kernels; use a qualified name: "
+                                       "kernels.add_kernel, bundle_kernels.add_kernel"):
+        bundle["add_kernel"]
+    with pytest.raises(AttributeError, match="names several kernels"):
+        bundle.add_kernel
+    assert bundle.tuple_kernel is bundle["kernels.tuple_kernel"] is bundle["tuple_kernel"]
+    with pytest.raises(KeyError, match="has no kernel 'nope'; it has: kernels.add_kernel"):
+        bundle["nope"]
+
+
+def test_each_variant_records_target_versions_options_and_source(corpus):
+    import triton
+
+    _, data, _ = corpus
+    for v in data.variants.values():
+        assert v.target == f"sm_{v.arch}" + ("a" if v.arch >= 90 else "")
+        assert v.triton_version == triton.__version__
+        assert re.fullmatch(r"\d+\.\d+", v.ptx_isa)
+        assert re.fullmatch(r"\d+\.\d+(\.\d+)?", v.ptxas_version)
+        assert v.options["num_warps"] == v.spec.num_warps and v.options["num_ctas"] == v.spec.num_ctas
+        assert v.default_options["num_warps"] == 4 and v.default_options["num_stages"] == 3
+    k = data.kernels["kernels.tuple_kernel"]
+    assert (k.function, k.module, os.path.basename(k.file)) == ("tuple_kernel", "kernels", "kernels.py")
+    assert k.line == K.tuple_kernel.starting_line_number
+    assert [p.name for p in k.params] == ["out", "t", "nested", "k", "scale"]
+    assert [p.constexpr for p in k.params] == [False, False, False, True, False]
+    large = data.variants[data.kernels["kernels.matmul_kernel"].variants[0]]
+    assert large.options["num_stages"] == 4
+
+
+def test_writing_is_deterministic(tmp_path, corpus):
+    _, _, kernels = corpus
+    cks = [ck for _, _, ck in kernels[:4]]
+    launcher.export(tmp_path / "a.bundle", *cks)
+    launcher.export(tmp_path / "b.bundle", [cks[0], cks[1]], cks[2:])
+    assert (tmp_path / "a.bundle").read_bytes() == (tmp_path / "b.bundle").read_bytes()
+
+
+def test_export_refuses_what_it_cannot_bundle(tmp_path):
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    ck = C.BY_NAME["vector_add"].compile()
+    ir = tmp_path / "add.ttgir"
+    ir.write_text(ck.asm["ttgir"])
+    ir_ck = triton.compile(str(ir), target=GPUTarget("cuda", 90, 32))
+    with pytest.raises(launcher.UnsupportedKernel, match="kernel 'add_kernel' was compiled from an IR file"):
+        launcher.export(tmp_path / "x.bundle", ir_ck)
+    with pytest.raises(TypeError, match="expects Triton CompiledKernel objects, got str"):
+        launcher.export(tmp_path / "x.bundle", "not a kernel")
+    with pytest.raises(BundleError, match="no kernels to write"):
+        launcher.export(tmp_path / "x.bundle")
+    assert not (tmp_path / "x.bundle").exists()
+    with pytest.raises(BundleError, match="missing/x.bundle': cannot be written: No such file or directory"):
+        launcher.export(tmp_path / "missing" / "x.bundle", ck)
+
+
+# ---- python -m launcher inspect ----
+def _inspect(*args):
+    return subprocess.run([sys.executable, "-m", "launcher", "inspect", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+
+
+def test_inspect_lists_kernels_variants_and_autotune_choices(tmp_path):
+    path = tmp_path / "captured.bundle"
+    BC.capture_workload(path, 90)
+    text = _inspect(path)
+    assert text.returncode == 0, text.stderr
+    out = text.stdout
+    for needle in ("kernels.add_kernel", "bundle_kernels.add_kernel", "bundle_kernels.tuned_add",
+                   "tuned_add(x_ptr, y_ptr, out_ptr, n, BLOCK: constexpr)", "autotune on n: 3 configs",
+                   "key (4096, fp32, fp32, fp32) -> config 1: BLOCK=512, num_warps=8",
+                   "key (100, fp32, fp32, fp32) -> config 0: BLOCK=128", "heuristics compute BLOCK, EVEN",
+                   "n=1000 -> BLOCK=1024, EVEN=False", "scale_kernel(x_ptr, out_ptr, n, stride, scale, BLOCK: constexpr = 256)",
+                   "sm_90a, Triton", "tensordesc<fp16[64, 64]>"):
+        assert needle in out, needle
+    js = _inspect("--format", "json", path)
+    assert js.returncode == 0, js.stderr
+    doc = json.loads(js.stdout)
+    assert doc["format"] == "launcher.bundle" and doc["version"] == 1
+    tuned = next(k for k in doc["kernels"] if k["name"] == "bundle_kernels.tuned_add")
+    layer = tuned["layers"][0]
+    assert layer["kind"] == "autotune" and layer["key"] == ["n"]
+    assert {json.dumps(c["key"]["values"]): c["config"] for c in layer["choices"]} == \
+        {json.dumps([{"int": 4096}]): 1, json.dumps([{"int": 100}]): 0}
+    variant = tuned["variants"][0]
+    assert variant["arch"] == 90 and variant["sizes"]["cubin"] > 0 and variant["signature"]["x_ptr"] == "*fp32"
+
+
+def test_inspect_of_a_bad_bundle_is_one_line_and_no_traceback(tmp_path, corpus):
+    raw = corpus[0].read_bytes()
+    bad = tmp_path / "bad.bundle"
+    for label, content in (("truncated", raw[:len(raw) // 2]), ("garbage", b"not a zip at all"), ("empty", b"")):
+        bad.write_bytes(content)
+        proc = _inspect(bad)
+        assert proc.returncode == 2, label
+        assert proc.stdout == "" and "Traceback" not in proc.stderr, label
+        assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("launcher inspect: bundle "), label
+    proc = _inspect(tmp_path / "missing.bundle")
+    assert proc.returncode == 2 and "cannot be read" in proc.stderr
+
+
+# ---- bundles that must be refused ----
+_rezip = BC.rezip
+
+
+def _manifest_edit(fn):
+    def edit(members):
+        m = json.loads(members[BF.MANIFEST])
+        fn(m)
+        members[BF.MANIFEST] = BF._dumps(m)
+    return edit
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    path = tmp_path_factory.mktemp("small") / "small.bundle"
+    data = launcher.export(path, C.BY_NAME["vector_add"].compile(), C.BY_NAME["tuples"].compile())
+    return path.read_bytes(), data
+
+
+def _refused(raw, message, entry=None):
+    with pytest.raises(BundleError, match=message) as info:
+        BF.parse_bundle(raw, "bundle 'b'")
+    if entry is not None:
+        assert info.value.entry is not None and re.fullmatch(entry, info.value.entry), info.value.entry
+    return info.value
+
+
+def _spec_name(data, kernel):
+    vid = data.kernels[kernel].variants[0]
+    return vid, f"variants/{vid}/spec.json", f"variants/{vid}/kernel.cubin"
+
+
+def test_truncated_damaged_or_foreign_files_are_refused(small):
+    raw, data = small
+    for n in (0, 10, len(raw) // 3, len(raw) - 1):
+        _refused(raw[:n], "not a readable bundle|no manifest.json")
+    vid, spec_name, cubin_name = _spec_name(data, "kernels.add_kernel")
+    # one flipped byte inside the cubin: the entry's hash no longer matches
+    i = raw.index(data.variants[vid].cubin[100:140])
+    flipped = raw[:i] + bytes([raw[i] ^ 0x40]) + raw[i + 1:]
+    _refused(flipped, "not a readable bundle|SHA-256 mismatch", None)
+    _refused(_rezip(raw, lambda m: m.update({"extra.txt": b"x"})), "unexpected entry 'extra.txt'")
+
+
+def test_a_tampered_entry_is_named(small):
+    raw, data = small
+    vid, spec_name, cubin_name = _spec_name(data, "kernels.add_kernel")
+    tampered = BC.rezip(raw, lambda m: m.update({cubin_name: m[cubin_name][:-8] + bytes(8)}), rehash=False)
+    e = _refused(tampered, f"{re.escape(cubin_name)}: SHA-256 mismatch", re.escape(cubin_name))
+    assert "tampered" in str(e)
+
+
+def test_unknown_format_or_version_is_refused(small):
+    raw, _ = small
+    _refused(_rezip(raw, _manifest_edit(lambda m: m.update(version=2))),
+             "format version 2 is not one this launcher reads \\(it reads version 1\\)", "manifest.json")
+    _refused(_rezip(raw, _manifest_edit(lambda m: m.update(format="zip of something"))), "not a launcher bundle")
+
+
+def test_dropped_entries_are_refused(small):
+    raw, data = small
+    vid, spec_name, cubin_name = _spec_name(data, "kernels.tuple_kernel")
+    _refused(_rezip(raw, lambda m: m.pop(cubin_name)), "missing from the archive", re.escape(cubin_name))
+    only_dropped = BC.rezip(raw, lambda m: m.pop(spec_name), rehash=False)
+    _refused(only_dropped, "the archive lacks \\(dropped\\?\\)", re.escape(spec_name))
+
+
+def _rebuild(data, vid, **changes):
+    """A bundle whose variant `vid` is replaced by one with `changes` (id recomputed)."""
+    v = data.variants[vid]
+    new = v.replace(**changes)
+    new.id = BF.variant_id(new.spec, new.cubin)
+    variants = {k: val for k, val in data.variants.items() if k != vid}
+    variants[new.id] = new
+    kernels = {name: k.replace(variants=tuple(new.id if x == vid else x for x in k.variants))
+               for name, k in data.kernels.items()}
+    return BF.bundle_bytes(BF.BundleData(kernels, variants), "test")
+
+
+def test_a_spec_that_contradicts_its_cubin_is_refused(small):
+    raw, data = small
+    vid, _, _ = _spec_name(data, "kernels.add_kernel")
+    v = data.variants[vid]
+    e = _refused(_rebuild(data, vid, spec=v.spec.derive(kernel="other_kernel")),
+                 "the spec launches 'other_kernel', which is not a function of the cubin's ELF symbol table "
+                 "\\(its functions: add_kernel\\)", r"variants/[0-9a-f]{16}/kernel\.cubin")
+    assert "kernel.cubin" in str(e)
+    _refused(_rebuild(data, vid, spec=v.spec.derive(arch=100)), "the cubin is for sm_90, the spec says sm_100")
+    # the same kernel compiled with n as i64: a cubin taking an 8-byte n, under the i32 spec
+    sig = tuple((name, "i64" if name == "n" else t) for name, t in C.ADD_SIG)
+    wide = compile_cpu(K.add_kernel, sig, (("BLOCK", 1024),), 90, ((0,), (1,), (2,), (3,)))
+    _refused(_rebuild(data, vid, cubin=bytes(wide.kernel)),
+             r"takes parameters of \[8, 8, 8, 8, 8, 8\] bytes, the spec packs \[8, 8, 8, 4, 8, 8\]")
+    more_warps = dataclasses.replace(v.spec, num_warps=8)
+    _refused(_rebuild(data, vid, spec=more_warps, options=dict(v.options, num_warps=8)),
+             r"requires blocks of \(128, 1, 1\) threads, the spec launches 8 warps of 32")
+    _refused(_rebuild(data, vid, cubin=b"\x7fELF" + bytes(100)), "not a cubin")
+
+
+def test_manifest_fields_are_checked(small):
+    raw, data = small
+    vid, _, _ = _spec_name(data, "kernels.add_kernel")
+
+    def first_kernel(fn):
+        return _manifest_edit(lambda m: fn(m["kernels"][0]))
+
+    cases = [
+        (first_kernel(lambda k: k["params"][0].update(name="x y")), "is not a usable Python parameter name"),
+        (first_kernel(lambda k: k["params"][0].update(name="_launcher_grid")), "not a usable Python parameter name"),
+        (first_kernel(lambda k: k["params"][0].update(name="import")), "not a usable Python parameter name"),
+        (first_kernel(lambda k: k.update(function="f(); import os")), "is not a Python name"),
+        (first_kernel(lambda k: k["params"].pop()), "takes arguments .* the kernel's parameters are"),
+        (first_kernel(lambda k: k.update(variants=[])), "needs at least one variant"),
+        (first_kernel(lambda k: k["layers"].append({"kind": "pickle"})), "is not one of autotune, heuristics"),
+        (_manifest_edit(lambda m: m["variants"][0].update(symbol="nope")), "symbol: 'nope', but its spec launches"),
+        (_manifest_edit(lambda m: m["variants"][0].update(options=7)), "options: expected an object"),
+        (_manifest_edit(lambda m: m.pop("kernels")), "missing field 'kernels'"),
+    ]
+    for edit, message in cases:
+        _refused(_rezip(raw, edit), message, "manifest.json")
+
+
+def test_a_hand_edited_archive_is_refused(small):
+    raw, _ = small
+    # the zip's own metadata (a timestamp) changed: every entry intact, the archive not as written
+    i = raw.index(b"PK\x01\x02") + 14
+    edited = raw[:i] + b"\x22" + raw[i + 1:]
+    _refused(edited, "not as launcher writes it|not a readable bundle")
