@@ -17,7 +17,7 @@ from .errors import ParseError
 # Parsing into an op tree
 
 _VALUE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
-_LOC_FILE = re.compile(r'^loc\("([^"]+)":(\d+):\d+\)$')
+_LOC_FILE = re.compile(r'^loc\("([^"]+)":(\d+):(\d+)\)$')
 _LOC_REF = re.compile(r"#loc\d*")
 
 
@@ -59,9 +59,10 @@ class Function:
 @dataclass
 class TtgirModule:
     functions: dict[str, Function]
-    locations: dict[str, str]  # "#locN" -> "file:line"
+    locations: dict[str, str]  # "#locN" -> "file:line:column"
     tensor_memory_aliases: set[str]
     attributes: str
+    aliases: dict[str, str] = field(default_factory=dict)  # "#shared" -> "#ttg.nvmma_shared<{...}>"
 
 
 def _depth_change(text: str) -> int:
@@ -137,6 +138,7 @@ class _Parser:
         self.functions: dict[str, Function] = {}
         self.raw_locations: dict[str, str] = {}
         self.tensor_memory_aliases: set[str] = set()
+        self.aliases: dict[str, str] = {}
         self.module_attributes = ""
 
     def error(self, line: int, reason: str) -> ParseError:
@@ -151,8 +153,10 @@ class _Parser:
                 name, value = name.strip(), value.strip()
                 if name.startswith("#loc"):
                     self.raw_locations[name] = value
-                elif "tensor_memory" in value:
-                    self.tensor_memory_aliases.add(name)
+                else:
+                    self.aliases[name] = value
+                    if "tensor_memory" in value:
+                        self.tensor_memory_aliases.add(name)
             elif text.startswith("module"):
                 self.module_attributes += text
             elif text.startswith("}"):
@@ -163,18 +167,18 @@ class _Parser:
                 raise self.error(line, f"unexpected top-level text: {text[:80]!r}")
         locations = {name: self._resolve_location(name, 0) for name in self.raw_locations}
         return TtgirModule(self.functions, {k: v for k, v in locations.items() if v},
-                           self.tensor_memory_aliases, self.module_attributes)
+                           self.tensor_memory_aliases, self.module_attributes, self.aliases)
 
     def _resolve_location(self, reference: str, depth: int) -> str | None:
         value = self.raw_locations.get(reference, reference)
         direct = _LOC_FILE.match(value)
         if direct:
-            return f"{direct.group(1)}:{direct.group(2)}"
+            return f"{direct.group(1)}:{direct.group(2)}:{direct.group(3)}"
         if depth > 20:
             return None
-        inline = re.search(r'"([^"]+)":(\d+):\d+', value)
+        inline = re.search(r'"([^"]+)":(\d+):(\d+)', value)
         if inline:
-            return f"{inline.group(1)}:{inline.group(2)}"
+            return f"{inline.group(1)}:{inline.group(2)}:{inline.group(3)}"
         for ref in _LOC_REF.findall(value):
             if ref != reference:
                 resolved = self._resolve_location(ref, depth + 1)
@@ -363,6 +367,7 @@ _ASYNC_READ_FIRST_MEMDESC = {"ttng.async_tma_copy_local_to_global", "ttng.async_
 _ASYNC_READ_TWO_OPERANDS = {"ttng.warp_group_dot", "ttng.tc_gen5_mma", "ttng.tc_gen5_mma_scaled"}
 _ASYNC_WRITE_FIRST_MEMDESC = {"ttng.async_tma_copy_global_to_local", "ttng.async_tma_gather",
                               "ttng.clc_try_cancel"}
+_ASYNC_OPS = _ASYNC_READ_FIRST_MEMDESC | _ASYNC_READ_TWO_OPERANDS | _ASYNC_WRITE_FIRST_MEMDESC
 _LOOPS = {"scf.for", "scf.while"}
 
 
@@ -382,7 +387,7 @@ class _Lowering:
         self.module = module
         self.blocks: list[Block] = []
         self._block_by_label: dict[str, IrBlock] = {}
-        self.two_ctas = "ttng.two-ctas" in module.attributes
+        self.two_ctas = _flag(module.attributes, '"ttng.two-ctas"')
         num_ctas = re.search(r'"ttg\.num-ctas"\s*=\s*(\d+)', module.attributes)
         self.num_ctas = int(num_ctas.group(1)) if num_ctas else 1
 
@@ -452,16 +457,8 @@ class _Lowering:
     # -- events ------------------------------------------------------------------------------
 
     def instruction(self, op: Op) -> Instruction:
-        loc = op.loc[4:-1] if op.loc and op.loc.startswith("loc(") else None
-        source = None
-        if loc:
-            source = self.module.locations.get(loc) or (
-                self.module.locations.get(_LOC_REF.search(loc).group(0)) if _LOC_REF.search(loc) else None)
-            if source is None:
-                inline = re.search(r'"([^"]+)":(\d+):\d+', loc)
-                source = f"{inline.group(1)}:{inline.group(2)}" if inline else None
         text = _strip_loc(op.text)[0]
-        return Instruction(text if len(text) <= 240 else text[:237] + "...", op.line, source)
+        return Instruction(text if len(text) <= 240 else text[:237] + "...", op.line, source_of(self.module, op))
 
     def events(self, op: Op, context: _Context) -> list:
         name = op.name
@@ -481,7 +478,9 @@ class _Lowering:
             return [access(AccessKind.GENERIC_READ, memdescs[0])]
         if name in _GENERIC_READ_WRITE and memdescs:
             return [access(AccessKind.GENERIC_READ, memdescs[0]), access(AccessKind.GENERIC_WRITE, memdescs[0])]
-        cluster = Scope.CLUSTER if re.search(r"\bmulticast\b|two_ctas", op.attributes) or \
+        if name not in _ASYNC_OPS:
+            return []
+        cluster = Scope.CLUSTER if _flag(op.attributes, "multicast") or _flag(op.attributes, "two_ctas") or \
             (name == "ttng.tmem_copy" and self.two_ctas) or (name == "ttng.clc_try_cancel" and self.num_ctas > 1) \
             else Scope.CTA
         if name in _ASYNC_READ_FIRST_MEMDESC and memdescs:
@@ -647,6 +646,107 @@ class _Lowering:
             if refs:
                 context.values[result] = TtgirRegion(frozenset(refs))
         return end
+
+
+def position_of(module: TtgirModule, op: Op) -> str | None:
+    """The Python ``file:line:column`` of an op, from its ``loc(...)``."""
+    loc = op.loc[4:-1] if op.loc and op.loc.startswith("loc(") else None
+    if not loc:
+        return None
+    reference = _LOC_REF.search(loc)
+    position = module.locations.get(loc) or (module.locations.get(reference.group(0)) if reference else None)
+    if position is None:
+        inline = re.search(r'"([^"]+)":(\d+):(\d+)', loc)
+        position = f"{inline.group(1)}:{inline.group(2)}:{inline.group(3)}" if inline else None
+    return position
+
+
+def source_of(module: TtgirModule, op: Op) -> str | None:
+    """The Python ``file:line`` of an op."""
+    position = position_of(module, op)
+    return position.rsplit(":", 1)[0] if position else None
+
+
+# op -> the class of async operand the PTX front end asks extents for
+_EXTENT_CLASSES = {
+    "ttng.async_tma_copy_global_to_local": "tma_load", "ttng.async_tma_gather": "tma_load",
+    "ttng.async_tma_copy_local_to_global": "tma_store", "ttng.async_tma_reduce": "tma_store",
+    "ttng.async_tma_scatter": "tma_store", "ttng.warp_group_dot": "mma", "ttng.tc_gen5_mma": "mma",
+    "ttng.tc_gen5_mma_scaled": "mma", "ttng.tmem_copy": "tmem_copy",
+}
+_MEMDESC = re.compile(r"memdesc<[^>]*>")
+
+
+def async_operand_extents(module: TtgirModule) -> dict[tuple[str, str], int]:
+    """(Python ``file:line:column`` or ``file:line``, class) -> the most bytes any shared-memory operand of
+    an async op of that class at that place covers (the memdesc shape times the element size; for TMA, what
+    one message can move).
+
+    The PTX front end uses it to bound a TMA box or an MMA operand, which the PTX does not show: every
+    instruction Triton lowers such an op to starts inside the operand and ends before its end. A line
+    with an operand of unknown size gets no entry.
+    """
+    extents: dict[tuple[str, str], int] = {}
+    unknown: set[tuple[str, str]] = set()
+
+    def visit(ops: list[Op]) -> None:
+        for op in ops:
+            kind = _EXTENT_CLASSES.get(op.name)
+            position = position_of(module, op) if kind else None
+            if position:
+                memdescs = [m for m in _MEMDESC.findall(op.types)
+                            if not any(a in m for a in module.tensor_memory_aliases) and "tensor_memory" not in m]
+                box = _tma_box_bytes if kind in ("tma_load", "tma_store") else _memdesc_bytes
+                sizes = [box(m, module) if box is _tma_box_bytes else box(m) for m in memdescs]
+                for key in ((position, kind), (position.rsplit(":", 1)[0], kind)):  # by column, and by line
+                    if not sizes or None in sizes:
+                        unknown.add(key)
+                    else:
+                        extents[key] = max(extents.get(key, 0), max(sizes))
+            for region in op.regions:
+                for block in region.blocks:
+                    visit(block.ops)
+
+    for function in module.functions.values():
+        for block in function.body.blocks:
+            visit(block.ops)
+    return {key: size for key, size in extents.items() if key not in unknown}
+
+
+_TMA_BOX_DIM = 256  # a TMA box has at most 256 elements in each dimension
+
+
+def _tma_box_bytes(memdesc: str, module: TtgirModule) -> int | None:
+    """The most bytes one TMA message can move to or from this buffer: the buffer, capped by the hardware's
+    box limits (256 elements per dimension; with a swizzled layout, the swizzle width in the innermost one).
+    Triton splits a larger copy into several messages, each starting at its own address."""
+    size = _memdesc_bytes(memdesc)
+    match = re.search(r"memdesc<([\dx]+)x([a-zA-Z][\w]*)", memdesc)
+    bits = re.search(r"(\d+)", match.group(2)) if match else None
+    if size is None or not bits:
+        return size
+    dims = [int(d) for d in match.group(1).split("x")]
+    element = max(int(bits.group(1)) // 8, 1)
+    layout = next((module.aliases[a] for a in re.findall(r"#[\w]+", memdesc) if a in module.aliases), memdesc)
+    swizzle = re.search(r"swizzlingByteWidth\s*=\s*(\d+)", layout)
+    inner = int(swizzle.group(1)) // element if swizzle and int(swizzle.group(1)) > 0 else _TMA_BOX_DIM
+    transposed = re.search(r"transposed\s*=\s*(true|false)", layout)
+    ends = {0 if transposed.group(1) == "true" else len(dims) - 1} if swizzle and transposed else {0, len(dims) - 1}
+    best = 0
+    for contiguous in ends:  # the contiguous dimension: the last one, or the first if transposed
+        count = 1
+        for i, dim in enumerate(dims):
+            count *= min(dim, inner if i == contiguous else _TMA_BOX_DIM)
+        best = max(best, count * element)
+    return min(size, best)
+
+
+def _flag(text: str, name: str) -> bool:
+    """A boolean attribute: present as a unit attribute or ``= true`` (``= false`` and absent are false)."""
+    if name not in text:
+        return False
+    match = re.search(rf"(?<![\w.\-\"%#]){re.escape(name)}(?![\w\-\"])(\s*=\s*(\w+))?", text)
+    return match is not None and (match.group(2) is None or match.group(2) in ("true", "1"))
 
 
 def _terminator_operands(region: Region, name: str) -> list[list[str]]:
