@@ -6,9 +6,9 @@ import os
 from dataclasses import replace
 
 from .dataflow import Hazard, find_hazards
-from .ptx import function_blocks, parse_ptx
+from .ptx import kernel_blocks, parse_ptx
 from .report import ERROR, INFO, UNKNOWN, Finding, Report, finding_from_hazard
-from .ttgir import entry_functions, parse_ttgir
+from .ttgir import async_operand_extents, entry_functions, parse_ttgir
 from .ttgir import function_blocks as ttgir_function_blocks
 
 log = logging.getLogger("launcher.fence")
@@ -32,11 +32,11 @@ def check_ptx(text: str, *, name: str | None = None, filename: str = "<ptx>") ->
     return _check_ptx_module(parse_ptx(text, filename), name)
 
 
-def _check_ptx_module(module, name: str | None) -> list[Finding]:
+def _check_ptx_module(module, name: str | None, extents: dict | None = None) -> list[Finding]:
     findings = []
-    for function in module.functions:
+    for function in module.kernels:
         kernel = name or function.name
-        for hazard in representative_hazards(find_hazards(function_blocks(function, module.shared_symbols))):
+        for hazard in representative_hazards(find_hazards(kernel_blocks(module, function, extents))):
             if hazard.certain:
                 severity, reason = ERROR, None
             else:
@@ -54,7 +54,10 @@ def check_ttgir(text: str, *, name: str | None = None, filename: str = "<ttgir>"
     TTGIR is not what runs (Triton's late fence pass and LLVM come after it), so a TTGIR hazard is
     never an ``error`` by itself; ``check_kernel`` relates it to the PTX.
     """
-    module = parse_ttgir(text, filename)
+    return _check_ttgir_module(parse_ttgir(text, filename), name)
+
+
+def _check_ttgir_module(module, name: str | None) -> list[Finding]:
     findings = []
     for function in entry_functions(module):
         kernel = name or function.name
@@ -71,11 +74,13 @@ def check_kernel(*, ptx: str | None = None, ttgir: str | None = None, name: str 
     """Check one kernel. PTX hazards are the findings (``error``/``unknown``); TTGIR hazards that the
     PTX does not show (Triton's late pass or LLVM put the fence in) become ``info``; TTGIR findings
     lend their Python source line to PTX findings on the same async operation when the PTX has none."""
-    ttgir_findings = check_ttgir(ttgir, name=name, filename=ttgir_filename) if ttgir is not None else []
+    ttgir_module = parse_ttgir(ttgir, ttgir_filename) if ttgir is not None else None
+    ttgir_findings = _check_ttgir_module(ttgir_module, name) if ttgir_module is not None else []
     if ptx is None:
         return Report(name or (ttgir_findings[0].kernel if ttgir_findings else "<kernel>"), ttgir_findings)
     module = parse_ptx(ptx, ptx_filename)
-    ptx_findings = _check_ptx_module(module, name)
+    extents = async_operand_extents(ttgir_module) if ttgir_module is not None else None
+    ptx_findings = _check_ptx_module(module, name, extents)
     findings = [_attach_source(f, ttgir_findings) for f in ptx_findings]
     shown = {(f.kind, f.source_line) for f in findings if f.source_line}
     for finding in ttgir_findings:
