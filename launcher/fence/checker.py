@@ -27,6 +27,11 @@ def representative_hazards(hazards: list[Hazard]) -> list[Hazard]:
     return sorted(chosen.values(), key=lambda h: (h.async_access.instruction.line, h.kind))
 
 
+def _file(filename: str | None) -> str | None:
+    """The file name findings cite: None for the placeholders ("<ptx>") of text given directly."""
+    return filename if filename and not filename.startswith("<") else None
+
+
 def check_ptx(text: str, *, name: str | None = None, filename: str = "<ptx>") -> list[Finding]:
     """Hazards in final PTX: ``error`` where the overlap is certain, ``unknown`` where it is only possible."""
     return _check_ptx_module(parse_ptx(text, filename), name)
@@ -44,7 +49,8 @@ def _check_ptx_module(module, name: str | None, extents: dict | None = None) -> 
                 reason = hazard.generic.unresolved or hazard.async_access.unresolved or \
                     "the async operand's extent is not known"
             buffer = str(hazard.async_access.region)
-            findings.append(finding_from_hazard(kernel, hazard, severity, buffer, ir="ptx", reason=reason))
+            findings.append(finding_from_hazard(kernel, hazard, severity, buffer, ir="ptx", reason=reason,
+                                                file=_file(module.filename)))
     return findings
 
 
@@ -54,10 +60,10 @@ def check_ttgir(text: str, *, name: str | None = None, filename: str = "<ttgir>"
     TTGIR is not what runs (Triton's late fence pass and LLVM come after it), so a TTGIR hazard is
     never an ``error`` by itself; ``check_kernel`` relates it to the PTX.
     """
-    return _check_ttgir_module(parse_ttgir(text, filename), name)
+    return _check_ttgir_module(parse_ttgir(text, filename), name, filename)
 
 
-def _check_ttgir_module(module, name: str | None) -> list[Finding]:
+def _check_ttgir_module(module, name: str | None, filename: str | None = None) -> list[Finding]:
     findings = []
     for function in entry_functions(module):
         kernel = name or function.name
@@ -65,7 +71,7 @@ def _check_ttgir_module(module, name: str | None) -> list[Finding]:
             severity = INFO if hazard.certain else UNKNOWN
             reason = None if hazard.certain else "the descriptors may refer to the same buffer"
             findings.append(finding_from_hazard(kernel, hazard, severity, str(hazard.async_access.region),
-                                                ir="ttgir", reason=reason))
+                                                ir="ttgir", reason=reason, file=_file(filename)))
     return findings
 
 
@@ -75,7 +81,7 @@ def check_kernel(*, ptx: str | None = None, ttgir: str | None = None, name: str 
     PTX does not show (Triton's late pass or LLVM put the fence in) become ``info``; TTGIR findings
     lend their Python source line to PTX findings on the same async operation when the PTX has none."""
     ttgir_module = parse_ttgir(ttgir, ttgir_filename) if ttgir is not None else None
-    ttgir_findings = _check_ttgir_module(ttgir_module, name) if ttgir_module is not None else []
+    ttgir_findings = _check_ttgir_module(ttgir_module, name, ttgir_filename) if ttgir_module is not None else []
     if ptx is None:
         return Report(name or (ttgir_findings[0].kernel if ttgir_findings else "<kernel>"), ttgir_findings)
     module = parse_ptx(ptx, ptx_filename)

@@ -108,6 +108,15 @@ def _statements(text: str):
 
 def _split_top(text: str, sep: str) -> tuple[str, str | None]:
     """Split at the first top-level ``sep`` (outside (), [], {}, <> and strings)."""
+    if '"' not in text:  # fast path: test each occurrence of sep by counting brackets before it
+        at = text.find(sep)
+        while at >= 0:
+            head = text[:at]
+            if (head.count("(") + head.count("[") + head.count("{") + head.count("<") - head.count(")")
+                    - head.count("]") - head.count("}") - head.count(">") + head.count("->")) == 0:
+                return head, text[at + len(sep):]
+            at = text.find(sep, at + 1)
+        return text, None
     depth, in_string, previous = 0, False, ""
     for i, ch in enumerate(text):
         if ch == '"' and previous != "\\":
@@ -165,6 +174,8 @@ class _Parser:
                 self._function(line, text)
             else:
                 raise self.error(line, f"unexpected top-level text: {text[:80]!r}")
+        if not self.functions and not self.module_attributes:
+            raise self.error(1, "not TTGIR: no module and no tt.func")
         locations = {name: self._resolve_location(name, 0) for name in self.raw_locations}
         return TtgirModule(self.functions, {k: v for k, v in locations.items() if v},
                            self.tensor_memory_aliases, self.module_attributes, self.aliases)
@@ -367,6 +378,9 @@ _ASYNC_READ_FIRST_MEMDESC = {"ttng.async_tma_copy_local_to_global", "ttng.async_
 _ASYNC_READ_TWO_OPERANDS = {"ttng.warp_group_dot", "ttng.tc_gen5_mma", "ttng.tc_gen5_mma_scaled"}
 _ASYNC_WRITE_FIRST_MEMDESC = {"ttng.async_tma_copy_global_to_local", "ttng.async_tma_gather",
                               "ttng.clc_try_cancel"}
+# ops that define or carry descriptor values (the others are skipped while tracing them)
+_VALUE_OPS = _VIEWS | {"arith.constant", "ttg.local_alloc", "arith.select", "tt.call", "scf.for", "scf.if",
+                       "scf.while", "ttg.warp_specialize", "cf.br", "cf.cond_br"}
 _ASYNC_OPS = _ASYNC_READ_FIRST_MEMDESC | _ASYNC_READ_TWO_OPERANDS | _ASYNC_WRITE_FIRST_MEMDESC
 _LOOPS = {"scf.for", "scf.while"}
 
@@ -517,6 +531,8 @@ class _Lowering:
         changed = False
         for block in region.blocks:
             for op in block.ops:
+                if op.name not in _VALUE_OPS and not op.regions:
+                    continue
                 before = len(context.values)
                 self._define_values(op, context)
                 changed |= len(context.values) != before
