@@ -1,11 +1,16 @@
 """Cost of the fence check against Triton's full compile of the same kernel (TTIR -> cubin, ptxas
-included), on the CPU, same machine, same run. Run:
+included), on the CPU, same machine, same run.
+
+Measure (the goal: the check under 5 % of the compile, for every kernel):
 
     PYTHONPATH=.:tests python -m pytest bench/test_fence_cost.py --benchmark-only -s
 
-The goal: the check under 5 % of the compile for every kernel of the corpus. The ratio is
-recorded (extra_info, and printed), not asserted: a timing is a measurement, and a busy CI
-machine must not turn it into a failure. docs/fence.md has the measured table.
+Each kernel's compile is timed (median of three, empty cache each time) and its check benchmarked; the
+ratio goes to the benchmark's extra_info and to one printed line. It is a measurement, not a test:
+nothing asserts a timing. docs/fence.md has the measured table.
+
+Without --benchmark-only (a plain ``pytest``, or ``--benchmark-disable``) the benchmark is skipped: it
+compiles every kernel three more times, and the corpus tests already check the same kernels.
 """
 import os
 import statistics
@@ -24,6 +29,9 @@ from launcher.fence import check_kernel  # noqa: E402
 
 BUDGET = 0.05
 COMPILE_ROUNDS = 3
+KERNELS = [(name, arch) for name in ("vector_add", "softmax", "layer_norm", "matmul", "matmul_pipelined",
+                                     "matmul_tma", "persistent_matmul_tma", "fused_attention")
+           for arch in fc.ARCHS] + [("attention_backward", 100)]
 
 
 def compile_seconds(kernel, arch, tmp_path, monkeypatch):
@@ -35,25 +43,32 @@ def compile_seconds(kernel, arch, tmp_path, monkeypatch):
         monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"cache{round_}"))
         start = time.perf_counter()
         compiled = triton.compile(str(ttir), target=GPUTarget("cuda", arch, 32),
-                                  options={"num_warps": kernel.metadata.num_warps})
+                                  options={"num_warps": kernel.metadata.num_warps,
+                                           "num_stages": kernel.metadata.num_stages})
         times.append(time.perf_counter() - start)
         assert compiled.asm["cubin"]
     return statistics.median(times)
 
 
-@pytest.mark.parametrize("arch", fc.ARCHS)
-@pytest.mark.parametrize("name", sorted(fc.CORPUS))
-def test_check_costs_under_five_percent_of_compile(name, arch, benchmark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name, arch", KERNELS, ids=[f"{n}-sm{a}" for n, a in KERNELS])
+def test_fence_check_cost_relative_to_compile(name, arch, benchmark, request, tmp_path, monkeypatch):
+    """Measures and reports the check's share of the compile time; asserts only the kernel's findings."""
+    if not request.config.getoption("benchmark_only", False) or benchmark.disabled:
+        pytest.skip("the fence-cost benchmark runs with --benchmark-only (it compiles each kernel 3 more times)")
+    release = fc.installed_release()
+    case = fc.CORPUS.get(name) or fc.BIG[name]
     kernel = fc.compiled_corpus(name, arch)
-    compile_time = compile_seconds(kernel, arch, tmp_path, monkeypatch)
     ptx, ttgir = kernel.asm["ptx"], kernel.asm["ttgir"]
+    compile_time = compile_seconds(kernel, arch, tmp_path, monkeypatch)
     report = benchmark(check_kernel, ptx=ptx, ttgir=ttgir)
-    assert report.errors == []
     check_time = benchmark.stats.stats.median
     ratio = check_time / compile_time
+    lines = ptx.count("\n")
     benchmark.extra_info.update(compile_s=compile_time, check_s=check_time, ratio=ratio,
-                                within_goal=ratio < BUDGET, ptx_lines=ptx.count("\n"),
-                                triton=triton.__version__)
+                                within_goal=ratio < BUDGET, ptx_lines=lines, triton=triton.__version__)
     print(f"\n{triton.__version__} {name} sm_{arch}: compile {compile_time * 1e3:.0f} ms, "
-          f"check {check_time * 1e3:.1f} ms, {ratio:.1%} ({ptx.count(chr(10))} PTX lines)"
+          f"check {check_time * 1e3:.1f} ms, {ratio:.1%} ({lines} PTX lines)"
           f"{'' if ratio < BUDGET else ' OVER THE 5% GOAL'}")
+    if release is not None:
+        assert len(report.errors) == case.errors_for(release, arch), report.format_text()
+    assert [f for f in report.findings if f.severity == "unknown"] == [], report.format_text()

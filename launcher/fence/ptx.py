@@ -25,11 +25,11 @@ from .errors import ParseError
 class PtxInstruction:
     """One instruction: ``[@predicate] opcode operands``, its 1-based line and the Python line of its ``.loc``."""
 
-    __slots__ = ("line", "raw", "predicate", "opcode", "operand_text", "source", "scope", "parts", "base",
-                 "_operands", "_statement", "column")
+    __slots__ = ("line", "raw", "predicate", "opcode", "operand_text", "source", "scope", "base", "column",
+                 "_parts", "_operands", "_statement")
 
     def __init__(self, line: int, raw: str, predicate: str | None, opcode: str, operand_text: str,
-                 source: str | None, scope: int):
+                 source: str | None, scope: int, column: str | None = None):
         self.line = line
         self.raw = raw  # as written, without the ';'
         self.predicate = predicate  # "%p1" or "!%p1"
@@ -37,11 +37,18 @@ class PtxInstruction:
         self.operand_text = operand_text
         self.source = source  # Python file:line from the preceding .loc
         self.scope = scope  # inline-asm brace scope the instruction sits in (0 = function body)
-        self.parts = opcode.split(".")
-        self.base = self.parts[0]
+        self.base = opcode.partition(".")[0]
+        self.column = column  # the column of the .loc, as text
+        self._parts = None
         self._operands = None
         self._statement = None
-        self.column = None  # the column of the .loc, as text
+
+    @property
+    def parts(self) -> list[str]:
+        """The opcode split at '.'."""
+        if self._parts is None:
+            self._parts = self.opcode.split(".")
+        return self._parts
 
     @property
     def statement(self) -> str:
@@ -107,6 +114,8 @@ _LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)(?:\s+(\d+))?")
 _SHARED_DECL = re.compile(r"\.shared\b.*?([A-Za-z_$][\w$]*)\s*(?:\[[^\]]*\])*\s*(?:=.*)?$")
 _LABEL = re.compile(r"([A-Za-z_$][\w$.]*):(?!:)")
 _PRED = re.compile(r"@!?%?[\w$]+\s+")
+# one whole instruction: [@pred] opcode [operands]; with nothing after the ';'
+_SIMPLE = re.compile(r"(?:@(!?%?[\w$]+)\s+)?([a-z][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z0-9_:]+)*)(?:\s+([^;\"]*?))?\s*;$")
 _OPCODE = re.compile(r"[a-z][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z0-9_:]+)*$")
 _HEADER = re.compile(r"\.(entry|func)\b\s*(?:\([^)]*\)\s*)?([A-Za-z_$][\w$.]*)")
 _NEWLINE_DIRECTIVES = (".version", ".target", ".address_size", ".file", ".loc")
@@ -249,7 +258,7 @@ class _Parser:
         text = line
         if header:
             while True:  # the header ends at '{' or ';' outside the parameter list
-                end = self._header_end(text)
+                end = self._header_end(text) if "{" in text or ";" in text else None
                 if end is not None:
                     break
                 item = self._next_line()
@@ -337,21 +346,24 @@ class _Parser:
                     self.position += 1
                     number = self.position
                     if "/" in raw:
-                        raw, self.in_comment = _strip_comment(raw, False)
+                        if '"' in raw or "/*" in raw:
+                            raw, self.in_comment = _strip_comment(raw, False)
+                        else:
+                            raw = raw.split("//", 1)[0]
                     line = raw.strip()
                     if not line:
                         continue
                 # fast path: a whole instruction on its line
-                first = line[0]
-                if line[-1] == ";" and (first == "@" or "a" <= first <= "z") and line.count(";") == 1:
-                    colon = line.find(":")
-                    if colon < 0 or line[colon + 1:colon + 2] == ":" or " " in line[:colon] or "\t" in line[:colon]:
-                        for key in pending_labels:
-                            function.labels[key] = len(instructions)
-                        pending_labels = []
-                        instructions.append(self._instruction(line[:-1].rstrip(), number, source, scopes[-1], column))
-                        line = ""
-                        continue
+                simple = _SIMPLE.match(line)
+                if simple:
+                    for key in pending_labels:
+                        function.labels[key] = len(instructions)
+                    pending_labels = []
+                    predicate, opcode, operands = simple.groups()
+                    instructions.append(PtxInstruction(number, line[:-1], predicate, opcode, operands or "", source,
+                                                       scopes[-1], column))
+                    line = ""
+                    continue
             ch = line[0]
             if ch == "{":
                 function.scope_parents[next_scope] = scopes[-1]
@@ -439,10 +451,8 @@ class _Parser:
         opcode = split[0] if split else ""
         if not _OPCODE.match(opcode):
             raise self.error(line, f"statement not understood: {statement[:80]!r}")
-        instruction = PtxInstruction(line, statement, predicate, opcode, split[1].strip() if len(split) > 1 else "",
-                                     source, scope)
-        instruction.column = column
-        return instruction
+        return PtxInstruction(line, statement, predicate, opcode, split[1].strip() if len(split) > 1 else "",
+                              source, scope, column)
 
     def _check_branches(self, function: PtxFunction) -> None:
         """Every branch must name a label (or jump table) of the function, every call a known function."""
@@ -815,15 +825,18 @@ def _first_unknown(*values):
 
 
 def _destinations(instr: PtxInstruction) -> list[str]:
-    if instr.base in _NO_DEST or not instr.operand_text or (instr.base == "tcgen05" and instr.parts[1:2] != ["ld"]):
-        return []
     text = instr.operand_text
-    if text.startswith("{"):
+    if not text or instr.base in _NO_DEST:
+        return []
+    first = text[0]
+    if first == "%":
+        if instr.base == "tcgen05" and instr.parts[1] != "ld":
+            return []
+        dest = text.partition(",")[0].rstrip()
+        return [r for r in dest.split("|") if r.startswith("%")] if "|" in dest else [dest]
+    if first == "{" and not (instr.base == "tcgen05" and instr.parts[1] != "ld"):
         close = text.find("}")
         return [r.strip() for r in text[1:close].split(",") if r.strip().startswith("%")]
-    first = text.split(",", 1)[0].strip()
-    if first.startswith("%"):
-        return [r for r in first.split("|") if r.startswith("%")]
     return []
 
 
@@ -831,8 +844,8 @@ _REGISTER = re.compile(r"%[A-Za-z_$][\w$]*")
 
 
 def _address_operands(instr: PtxInstruction) -> list[str]:
-    """The operands the classifier resolves: memory operands, bulk sizes, matrix descriptors and
-    the barriers of TMA loads and ``expect_tx``."""
+    """The operands the classifier resolves: shared-memory operands, bulk sizes, matrix descriptors and
+    the barriers of TMA loads and ``expect_tx`` (global addresses are left alone)."""
     parts = instr.parts
     base = instr.base
     if base in ("st", "ld", "atom", "red"):
@@ -841,15 +854,28 @@ def _address_operands(instr: PtxInstruction) -> list[str]:
         return [o for o in instr.operands if o.startswith("[")]
     if base == "wgmma" or (base == "tcgen05" and len(parts) > 1 and parts[1] in ("mma", "cp")):
         return [o for o in instr.operands[1:3] if not o.startswith(("{", "["))]
-    if base in ("stmatrix", "ldmatrix", "cp", "clusterlaunchcontrol", "tcgen05", "mbarrier", "tensormap"):
-        if base == "mbarrier" and "expect_tx" not in parts or base == "tensormap" and "cp_fenceproxy" not in parts:
+    if base in ("stmatrix", "ldmatrix"):
+        return [o for o in instr.operands if o.startswith("[")]
+    if base == "cp":
+        if "bulk" not in parts:
+            return instr.operands[:1]  # cp.async.ca/cg [shared], [global], size
+        spaces = [p for p in parts if p in _STATE_SPACES]
+        if len(spaces) < 2:
             return []
-        if base == "tcgen05" and not (len(parts) > 1 and parts[1] == "alloc"):
-            return []
-        memory = [o for o in instr.operands if o.startswith("[") and "{" not in o]
-        if base == "cp" and "bulk" in parts and "tensor" not in parts:
-            memory += instr.operands[2:3]
-        return memory
+        operands = instr.operands
+        chosen = [operands[i] for i, space in ((0, spaces[0]), (1, spaces[1]))
+                  if i < len(operands) and space.startswith("shared") and "{" not in operands[i]]
+        if "tensor" not in parts:
+            chosen += operands[2:3]
+        return chosen + [o for o in operands[2:] if o.startswith("[")]
+    if base == "mbarrier":
+        return [o for o in instr.operands if o.startswith("[")][:1] if "expect_tx" in parts else []
+    if base == "tensormap":
+        return instr.operands[1:2] if "cp_fenceproxy" in parts else []
+    if base == "tcgen05":
+        return instr.operands[:1] if parts[1:2] == ["alloc"] else []
+    if base == "clusterlaunchcontrol":
+        return instr.operands[:1]
     return []
 
 
@@ -1188,7 +1214,9 @@ _STATE_SPACES = ("global", "shared", "shared::cta", "shared::cluster")
 # updates staged in shared memory, the TMEM allocator's result slot is excluded separately).
 _NOT_DATA = ("mbarrier", "tensormap", "fence", "membar", "bar", "barrier", "elect", "mapa", "cvta", "getctarank",
              "prefetch", "prefetchu", "isspacep", "discard", "applypriority", "createpolicy")
-_ASYNC_BASES = ("wgmma", "tcgen05", "clusterlaunchcontrol")
+# the opcodes Classifier.events looks at; every other one is not a shared-memory data access
+_EVENT_BASES = {"fence", "membar", "st", "ld", "atom", "red", "stmatrix", "ldmatrix", "cp", "wgmma", "tcgen05",
+                "clusterlaunchcontrol"}
 
 
 class Classifier:
@@ -1282,8 +1310,12 @@ class Classifier:
             raise _OperandError(f"cannot read the operands of {instr.statement[:80]!r}") from None
 
     def _events(self, index: int, instr: PtxInstruction) -> list:
-        parts = instr.parts
         base = instr.base
+        if base not in _EVENT_BASES:
+            if ".shared" in instr.opcode and base not in _NOT_DATA:
+                raise _OperandError(f"shared-memory instruction not understood: {instr.statement[:80]!r}")
+            return []
+        parts = instr.parts
         analysis = self.analysis
         if base in ("fence", "membar"):
             return self._fence(instr)

@@ -19,6 +19,9 @@ from .errors import ParseError
 _VALUE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
 _LOC_FILE = re.compile(r'^loc\("([^"]+)":(\d+):(\d+)\)$')
 _LOC_REF = re.compile(r"#loc\d*")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_OP_NAME = re.compile(r"[A-Za-z_][\w$.\-]*$")
+_MAX_NESTING = 200
 
 
 @dataclass
@@ -66,26 +69,11 @@ class TtgirModule:
 
 
 def _depth_change(text: str) -> int:
-    if '"' not in text:
-        return (text.count("(") + text.count("[") + text.count("<") - text.count(")") - text.count("]")
-                - text.count(">") + text.count("->"))
-    depth = 0
-    in_string = False
-    previous = ""
-    for ch in text:
-        if ch == '"' and previous != "\\":
-            in_string = not in_string
-        elif not in_string:
-            if ch in "([":
-                depth += 1
-            elif ch in ")]":
-                depth -= 1
-            elif ch == "<":
-                depth += 1
-            elif ch == ">" and previous != "-":
-                depth -= 1
-        previous = ch
-    return depth
+    """How many (, [ and < the text leaves open (string literals left out)."""
+    if '"' in text:
+        text = _STRING.sub('""', text)
+    return (text.count("(") + text.count("[") + text.count("<") - text.count(")") - text.count("]")
+            - text.count(">") + text.count("->"))
 
 
 def _statements(text: str):
@@ -108,27 +96,14 @@ def _statements(text: str):
 
 def _split_top(text: str, sep: str) -> tuple[str, str | None]:
     """Split at the first top-level ``sep`` (outside (), [], {}, <> and strings)."""
-    if '"' not in text:  # fast path: test each occurrence of sep by counting brackets before it
-        at = text.find(sep)
-        while at >= 0:
-            head = text[:at]
-            if (head.count("(") + head.count("[") + head.count("{") + head.count("<") - head.count(")")
-                    - head.count("]") - head.count("}") - head.count(">") + head.count("->")) == 0:
-                return head, text[at + len(sep):]
-            at = text.find(sep, at + 1)
-        return text, None
-    depth, in_string, previous = 0, False, ""
-    for i, ch in enumerate(text):
-        if ch == '"' and previous != "\\":
-            in_string = not in_string
-        elif not in_string:
-            if ch in "([{<":
-                depth += 1
-            elif ch in ")]}" or (ch == ">" and previous != "-"):
-                depth -= 1
-            elif depth == 0 and text.startswith(sep, i):
-                return text[:i], text[i + len(sep):]
-        previous = ch
+    masked = _STRING.sub(lambda m: '"' + "_" * (len(m.group(0)) - 2) + '"', text) if '"' in text else text
+    at = masked.find(sep)
+    while at >= 0:  # test each occurrence by counting the brackets before it
+        head = masked[:at]
+        if (head.count("(") + head.count("[") + head.count("{") + head.count("<") - head.count(")")
+                - head.count("]") - head.count("}") - head.count(">") + head.count("->")) == 0:
+            return text[:at], text[at + len(sep):]
+        at = masked.find(sep, at + 1)
     return text, None
 
 
@@ -149,6 +124,7 @@ class _Parser:
         self.tensor_memory_aliases: set[str] = set()
         self.aliases: dict[str, str] = {}
         self.module_attributes = ""
+        self.nesting = 0
 
     def error(self, line: int, reason: str) -> ParseError:
         return ParseError(self.filename, line, reason)
@@ -219,6 +195,15 @@ class _Parser:
 
     def _region(self, open_line: int) -> Region:
         """Parse statements up to the closing '}' (left for the caller to read)."""
+        self.nesting += 1
+        if self.nesting > _MAX_NESTING:
+            raise self.error(open_line, "regions nested too deep")
+        try:
+            return self._region_body(open_line)
+        finally:
+            self.nesting -= 1
+
+    def _region_body(self, open_line: int) -> Region:
         blocks = [IrBlock(None, [])]
         while True:
             if self.position >= len(self.statements):
@@ -244,16 +229,22 @@ class _Parser:
             lhs, _, body = body.partition(" = ")
             for result in lhs.split(","):
                 name, _, count = result.strip().partition(":")
+                if count and not count.isdigit():
+                    raise self.error(line, f"cannot read the results of: {text[:80]!r}")
                 results.extend([f"{name}#{i}" for i in range(int(count))] if count else [name])
         body = body.strip()
         if body.startswith('"'):
-            name = body[1:body.index('"', 1)]
-            rest = body[body.index('"', 1) + 1:]
+            close = body.find('"', 1)
+            if close < 0:
+                raise self.error(line, f"unterminated op name: {text[:80]!r}")
+            name, rest = body[1:close], body[close + 1:]
         else:
             name, _, rest = body.partition(" ")
             if "(" in name and not name.startswith("("):  # ttg.warp_specialize(%a, %b)
                 name, paren, tail = name.partition("(")
                 rest = paren + tail + " " + rest
+        if not _OP_NAME.match(name):
+            raise self.error(line, f"op not understood: {text[:80]!r}")
         operand_text, types = _split_top(" " + rest, " : ")
         operands = _VALUE.findall(re.sub(r"\[[^\]]*\]", "", operand_text))
         op = Op(name, results, operands, operand_text, types or "", line, " ".join(text.split()), loc)
@@ -268,6 +259,8 @@ class _Parser:
 
     def _close_regions(self, op: Op, already_open: bool = True) -> None:
         while True:
+            if self.position >= len(self.statements):
+                raise self.error(op.line, f"region of {op.name} is not closed")
             line, text = self.statements[self.position]
             if already_open:
                 rest = text[1:].strip()  # after '}'
