@@ -421,9 +421,7 @@ class _Parser:
                     targets = [t.strip() for t in statement[len(directive):].split(",")]
                     if not pending_labels or not all(re.fullmatch(r"[A-Za-z_$][\w$.]*", t) for t in targets):
                         raise self.error(start, f"cannot read jump table: {statement[:80]!r}")
-                    for key in pending_labels:
-                        function.tables[key] = targets
-                    pending_labels = []
+                    function.tables[pending_labels.pop()] = targets  # the label on the directive names it
                 elif directive in (".calltargets", ".callprototype"):
                     pending_labels = []  # named by indirect calls, which are refused where they occur
                 elif directive == ".shared":
@@ -1306,7 +1304,7 @@ class Classifier:
     def events(self, index: int, instr: PtxInstruction) -> list:
         try:
             return self._events(index, instr)
-        except (_OperandError, IndexError):
+        except IndexError:
             raise _OperandError(f"cannot read the operands of {instr.statement[:80]!r}") from None
 
     def _events(self, index: int, instr: PtxInstruction) -> list:
