@@ -76,17 +76,31 @@ def _check_ttgir_module(module, name: str | None, filename: str | None = None) -
 
 
 def check_kernel(*, ptx: str | None = None, ttgir: str | None = None, name: str | None = None,
-                 ptx_filename: str = "<ptx>", ttgir_filename: str = "<ttgir>") -> Report:
+                 ptx_filename: str = "<ptx>", ttgir_filename: str = "<ttgir>", info: bool = True) -> Report:
     """Check one kernel. PTX hazards are the findings (``error``/``unknown``); TTGIR hazards that the
     PTX does not show (Triton's late pass or LLVM put the fence in) become ``info``; TTGIR findings
-    lend their Python source line to PTX findings on the same async operation when the PTX has none."""
-    ttgir_module = parse_ttgir(ttgir, ttgir_filename) if ttgir is not None else None
-    ttgir_findings = _check_ttgir_module(ttgir_module, name, ttgir_filename) if ttgir_module is not None else []
+    lend their Python source line to PTX findings on the same async operation when the PTX has none.
+
+    The TTGIR also bounds the operands of the PTX's async instructions. ``info=False`` (the load hook)
+    leaves out the TTGIR's own analysis unless a PTX finding needs its source line: no ``info`` findings,
+    and a TTGIR that cannot be parsed is not noticed.
+    """
+    if ptx is None or info:
+        ttgir_module = parse_ttgir(ttgir, ttgir_filename) if ttgir is not None else None
+        ttgir_findings = _check_ttgir_module(ttgir_module, name, ttgir_filename) if ttgir_module is not None else []
+    else:
+        ttgir_findings = None
     if ptx is None:
         return Report(name or (ttgir_findings[0].kernel if ttgir_findings else "<kernel>"), ttgir_findings)
     module = parse_ptx(ptx, ptx_filename)
-    extents = async_operand_extents(ttgir_module) if ttgir_module is not None else None
+    extents = async_operand_extents(ttgir) if ttgir is not None else None
     ptx_findings = _check_ptx_module(module, name, extents)
+    if ttgir_findings is None:
+        ttgir_findings = []
+        if ttgir is not None and any(not f.source_line for f in ptx_findings):
+            ttgir_findings = _check_ttgir_module(parse_ttgir(ttgir, ttgir_filename), name, ttgir_filename)
+        findings = [_attach_source(f, ttgir_findings) for f in ptx_findings]
+        return Report(name or (module.functions[0].name if module.functions else "<kernel>"), findings)
     findings = [_attach_source(f, ttgir_findings) for f in ptx_findings]
     shown = {(f.kind, f.source_line) for f in findings if f.source_line}
     for finding in ttgir_findings:
@@ -107,10 +121,11 @@ def _attach_source(finding: Finding, ttgir_findings: list[Finding]) -> Finding:
     return finding
 
 
-def check_metadata_group(metadata_group: dict[str, str], name: str) -> Report | None:
+def check_metadata_group(metadata_group: dict[str, str], name: str, *, info: bool = True) -> Report | None:
     """Check the kernel whose files Triton's ``metadata_group`` names (file name -> absolute path).
 
     Returns None when there is no PTX to check (``TRITON_STORE_BINARY_ONLY=1``); the reason is logged.
+    ``info``: as for ``check_kernel``.
     """
     paths = {os.path.splitext(filename)[1]: path for filename, path in metadata_group.items()}
     ptx_path, ttgir_path = paths.get(".ptx"), paths.get(".ttgir")
@@ -119,7 +134,8 @@ def check_metadata_group(metadata_group: dict[str, str], name: str) -> Report | 
         return None
     ptx = _read(ptx_path)
     ttgir = _read(ttgir_path) if ttgir_path else None
-    return check_kernel(ptx=ptx, ttgir=ttgir, name=name, ptx_filename=ptx_path, ttgir_filename=ttgir_path or "")
+    return check_kernel(ptx=ptx, ttgir=ttgir, name=name, ptx_filename=ptx_path, ttgir_filename=ttgir_path or "",
+                        info=info)
 
 
 def _read(path: str) -> str:

@@ -192,6 +192,7 @@ class _Parser:
         self.declared: set[str] = set()
         self.functions: list[PtxFunction] = []
         self.saw_version = False
+        self.sources: dict[tuple[str, str], str | None] = {}  # (.file number, line) -> "file:line"
 
     def error(self, line: int, reason: str) -> ParseError:
         return ParseError(self.filename, line, reason)
@@ -246,11 +247,15 @@ class _Parser:
                 self.position -= 1  # a section without a body
                 return
             depth = item[1].count("{") - item[1].count("}")
-        while depth > 0:
-            item = self._next_line()
-            if item is None:
+        lines = self.lines
+        while depth > 0:  # DWARF lines: `.b8 17 // DW_TAG_compile_unit`; braces only open and close it
+            if self.position >= len(lines):
                 raise self.error(number, "unterminated .section")
-            depth += item[1].count("{") - item[1].count("}")
+            raw = lines[self.position]
+            self.position += 1
+            if "{" in raw or "}" in raw:
+                code = raw.split("//", 1)[0]
+                depth += code.count("{") - code.count("}")
 
     def _module_statement(self, number: int, line: str) -> None:
         """A declaration (ends with ';') or a function header (ends with '{' or, declared only, ';')."""
@@ -353,8 +358,13 @@ class _Parser:
                     line = raw.strip()
                     if not line:
                         continue
-                # fast path: a whole instruction on its line
-                simple = _SIMPLE.match(line)
+                # fast paths: a .loc, or a whole instruction on its line
+                first = line[0]
+                if first == "." and line.startswith(".loc"):
+                    source, column = self._loc(line, source, column)
+                    line = ""
+                    continue
+                simple = _SIMPLE.match(line) if first == "@" or "a" <= first <= "z" else None
                 if simple:
                     for key in pending_labels:
                         function.labels[key] = len(instructions)
@@ -387,11 +397,7 @@ class _Parser:
                 line = line[label.end():].lstrip()
                 continue
             if line.startswith(".loc"):
-                loc = _LOC.match(line)
-                if loc:
-                    path = self.files.get(loc.group(1))
-                    source = f"{path}:{loc.group(2)}" if path and loc.group(2) != "0" else None
-                    column = loc.group(3)
+                source, column = self._loc(line, source, column)
                 line = ""
                 continue
             # a statement: up to ';', continued over lines only where PTX allows it
@@ -434,6 +440,18 @@ class _Parser:
                 function.labels[key] = len(instructions)
             pending_labels = []
             instructions.append(instruction)
+
+    def _loc(self, line: str, source: str | None, column: str | None) -> tuple[str | None, str | None]:
+        """(Python file:line, column) after a ``.loc file line column`` directive."""
+        loc = _LOC.match(line)
+        if not loc:
+            return source, column
+        key = (loc.group(1), loc.group(2))
+        source = self.sources.get(key, "")
+        if source == "":
+            path = self.files.get(key[0])
+            source = self.sources[key] = f"{path}:{key[1]}" if path and key[1] != "0" else None
+        return source, loc.group(3)
 
     def _instruction(self, statement: str, line: int, source: str | None, scope: int,
                      column: str | None = None) -> PtxInstruction:
@@ -898,18 +916,30 @@ class AddressAnalysis:
         instructions = function.instructions
         if blocks is None:
             blocks, _ = build_cfg(function)
-        self.block_of = [0] * len(instructions)
+        self.block_of: list[int] = []  # blocks are consecutive runs of instructions
         for n, members in enumerate(blocks):
-            for index in members:
-                self.block_of[index] = n
+            self.block_of.extend([n] * len(members))
         self.defs: dict[str, list[int]] = {}  # register -> indices of its definitions, ascending
         self.dests: dict[int, list[str]] = {}
+        defs, dest_of = self.defs, self.dests
         for index, instr in enumerate(instructions):
+            text = instr.operand_text
+            if not text or instr.base in _NO_DEST:
+                continue
+            if text[0] == "%" and instr.base != "tcgen05" and "|" not in text:  # the common case, inlined
+                dest = text.partition(",")[0].rstrip()
+                dest_of[index] = [dest]
+                found = defs.get(dest)
+                if found is None:
+                    defs[dest] = [index]
+                else:
+                    found.append(index)
+                continue
             dests = _destinations(instr)
             if dests:
-                self.dests[index] = dests
+                dest_of[index] = dests
                 for dest in dests:
-                    self.defs.setdefault(dest, []).append(index)
+                    defs.setdefault(dest, []).append(index)
         self.values: dict[tuple, object] = {}  # (index, register) or ("all", register) -> value
         self._source_cache: dict[tuple, tuple] = {}
         if roots is None:
@@ -1480,31 +1510,48 @@ def _function_events(function: PtxFunction, shared_symbols: set[str], extents: d
     """Blocks, successors and events of one function. ``classes`` (from ``_async_classes`` of everything the
     kernel can run) says which generic accesses can matter: none without async accesses, no reads without
     async writes. Their addresses are then not even computed."""
+    instructions = function.instructions
     instruction_blocks, successors = build_cfg(function)
     any_async, any_write = classes
-    roots = [(index, operand) for index, instr in enumerate(function.instructions)
-             if any_async and (any_write or instr.base not in ("ld", "ldmatrix"))
-             for operand in _address_operands(instr)]
+    candidates = []  # instructions that may give events, or bound others (tcgen05.alloc, tensormap, expect_tx)
+    roots = []
+    for index, instr in enumerate(instructions):
+        base = instr.base
+        if base in _EVENT_BASES or base == "mbarrier" or base == "tensormap":
+            candidates.append(index)
+            if any_async and (any_write or (base != "ld" and base != "ldmatrix")):
+                roots.extend((index, operand) for operand in _address_operands(instr))
+        elif ".shared" in instr.opcode and base not in _NOT_DATA:
+            raise ParseError(filename, instr.line, f"shared-memory instruction not understood: {instr.text[:80]!r}")
+    if not any_async:  # nothing to order
+        return instruction_blocks, successors, [[] for _ in instruction_blocks]
     analysis = AddressAnalysis(function, shared_symbols, instruction_blocks, roots)
     classifier = Classifier(analysis, extents, generic=any_async, generic_reads=any_write)
-    slots = _tcgen05_alloc_slots(function, classifier)
-    staging = _tensormap_staging(function, classifier)
-    events_per_block = []
-    for members in instruction_blocks:
-        events = []
-        for index in members:
-            instr = function.instructions[index]
-            try:
-                found = classifier.events(index, instr)
-            except _OperandError as error:
-                raise ParseError(filename, instr.line, str(error)) from None
-            for event in found:
-                if isinstance(event, Access) and event.kind is AccessKind.GENERIC_READ and event.region in slots:
-                    continue  # reading the TMEM address tcgen05.alloc wrote is not data traffic
-                if isinstance(event, Access) and not event.kind.is_async and _inside(event.region, staging):
-                    continue  # a tensor map staged for tensormap.cp_fenceproxy, which no async-proxy op reads
-                events.append(event)
-        events_per_block.append(events)
+    slots, staging = set(), []
+    for index in candidates:
+        instr = instructions[index]
+        if instr.base == "tcgen05" and instr.opcode.startswith("tcgen05.alloc") and instr.operands:
+            region, _ = classifier.region(analysis.address(index, instr.operands[0]), 4)
+            if region.symbol is not None:
+                slots.add(region)  # reading back the TMEM address tcgen05.alloc wrote is not data traffic
+        elif instr.base == "tensormap" and "cp_fenceproxy" in instr.parts and len(instr.operands) >= 3:
+            region, _ = classifier.region(analysis.address(index, instr.operands[1]), _constant(instr.operands[2]))
+            if region.symbol is not None and region.hi is not None:
+                staging.append(region)  # a tensor map built in shared memory, copied out with its own fence
+    events_per_block = [[] for _ in instruction_blocks]
+    block_of = analysis.block_of
+    for index in candidates:
+        instr = instructions[index]
+        try:
+            found = classifier.events(index, instr)
+        except _OperandError as error:
+            raise ParseError(filename, instr.line, str(error)) from None
+        for event in found:
+            if isinstance(event, Access) and event.kind is AccessKind.GENERIC_READ and event.region in slots:
+                continue
+            if isinstance(event, Access) and not event.kind.is_async and _inside(event.region, staging):
+                continue
+            events_per_block[block_of[index]].append(event)
     return instruction_blocks, successors, events_per_block
 
 
@@ -1563,29 +1610,6 @@ def function_blocks(function: PtxFunction, shared_symbols: set[str], extents: di
     return [Block(e, s) for e, s in zip(events, successors)]
 
 
-def _tensormap_staging(function: PtxFunction, classifier: Classifier) -> list[PtxRegion]:
-    """The shared-memory sources of ``tensormap.cp_fenceproxy``: where a kernel builds a tensor map
-    (``st.shared`` + ``tensormap.replace``) before copying it to global memory with its own proxy fence."""
-    regions = []
-    for index, instr in enumerate(function.instructions):
-        if instr.base == "tensormap" and "cp_fenceproxy" in instr.parts and len(instr.operands) >= 3:
-            size = _constant(instr.operands[2])
-            region, _ = classifier.region(classifier.analysis.address(index, instr.operands[1]), size)
-            if region.symbol is not None and region.hi is not None:
-                regions.append(region)
-    return regions
-
-
 def _inside(region: PtxRegion, containers: list[PtxRegion]) -> bool:
     return region.symbol is not None and region.hi is not None and any(
         c.symbol == region.symbol and c.lo <= region.lo and region.hi <= c.hi for c in containers)
-
-
-def _tcgen05_alloc_slots(function: PtxFunction, classifier: Classifier) -> set[PtxRegion]:
-    slots = set()
-    for index, instr in enumerate(function.instructions):
-        if instr.opcode.startswith("tcgen05.alloc") and instr.operands:
-            region, _ = classifier.region(classifier.analysis.address(index, instr.operands[0]), 4)
-            if region.symbol is not None:
-                slots.add(region)
-    return slots

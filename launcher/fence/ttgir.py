@@ -152,26 +152,9 @@ class _Parser:
                 raise self.error(line, f"unexpected top-level text: {text[:80]!r}")
         if not self.functions and not self.module_attributes:
             raise self.error(1, "not TTGIR: no module and no tt.func")
-        locations = {name: self._resolve_location(name, 0) for name in self.raw_locations}
+        locations = _resolve_locations(self.raw_locations)
         return TtgirModule(self.functions, {k: v for k, v in locations.items() if v},
                            self.tensor_memory_aliases, self.module_attributes, self.aliases)
-
-    def _resolve_location(self, reference: str, depth: int) -> str | None:
-        value = self.raw_locations.get(reference, reference)
-        direct = _LOC_FILE.match(value)
-        if direct:
-            return f"{direct.group(1)}:{direct.group(2)}:{direct.group(3)}"
-        if depth > 20:
-            return None
-        inline = re.search(r'"([^"]+)":(\d+):(\d+)', value)
-        if inline:
-            return f"{inline.group(1)}:{inline.group(2)}:{inline.group(3)}"
-        for ref in _LOC_REF.findall(value):
-            if ref != reference:
-                resolved = self._resolve_location(ref, depth + 1)
-                if resolved:
-                    return resolved
-        return None
 
     def _function(self, line: int, text: str) -> None:
         match = re.match(r"tt\.func\s+(?:(public|private|nested)\s+)?@([\w$.\-]+)\s*\(", text)
@@ -281,6 +264,29 @@ class _Parser:
             if loc and op.loc is None:
                 op.loc = loc
             return
+
+
+def _resolve_locations(raw: dict[str, str]) -> dict[str, str]:
+    """"#locN" -> "file:line:column", following location references (fused, callsite, named locs)."""
+    def resolve(reference: str, depth: int) -> str | None:
+        value = raw.get(reference, reference)
+        direct = _LOC_FILE.match(value)
+        if direct:
+            return f"{direct.group(1)}:{direct.group(2)}:{direct.group(3)}"
+        if depth > 20:
+            return None
+        inline = re.search(r'"([^"]+)":(\d+):(\d+)', value)
+        if inline:
+            return f"{inline.group(1)}:{inline.group(2)}:{inline.group(3)}"
+        for ref in _LOC_REF.findall(value):
+            if ref != reference:
+                resolved = resolve(ref, depth + 1)
+                if resolved:
+                    return resolved
+        return None
+
+    resolved = {name: resolve(name, 0) for name in raw}
+    return {name: value for name, value in resolved.items() if value}
 
 
 def _split_commas(text: str) -> list[str]:
@@ -686,39 +692,48 @@ _EXTENT_CLASSES = {
 _MEMDESC = re.compile(r"memdesc<[^>]*>")
 
 
-def async_operand_extents(module: TtgirModule) -> dict[tuple[str, str], int]:
+def async_operand_extents(text: str) -> dict[tuple[str, str], int]:
     """(Python ``file:line:column`` or ``file:line``, class) -> the most bytes any shared-memory operand of
     an async op of that class at that place covers (the memdesc shape times the element size; for TMA, what
     one message can move).
 
     The PTX front end uses it to bound a TMA box or an MMA operand, which the PTX does not show: every
-    instruction Triton lowers such an op to starts inside the operand and ends before its end. A line
-    with an operand of unknown size gets no entry.
+    instruction Triton lowers such an op to starts inside the operand and ends before its end. A place
+    with an operand of unknown size gets no entry. Only the alias and location definitions and the lines
+    of async ops are read, so this is cheap next to a full parse.
     """
+    raw_locations, aliases = {}, {}
+    ops = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            name, _, value = line.partition("=")
+            (raw_locations if name.startswith("#loc") else aliases)[name.strip()] = value.strip()
+        elif "ttng." in line:
+            name = next((n for n in _EXTENT_CLASSES if n + " " in line), None)
+            if name is not None:
+                ops.append(line)
+    module = TtgirModule({}, _resolve_locations(raw_locations), {a for a, v in aliases.items()
+                                                                    if "tensor_memory" in v}, "", aliases)
     extents: dict[tuple[str, str], int] = {}
     unknown: set[tuple[str, str]] = set()
-
-    def visit(ops: list[Op]) -> None:
-        for op in ops:
-            kind = _EXTENT_CLASSES.get(op.name)
-            position = position_of(module, op) if kind else None
-            if position:
-                memdescs = [m for m in _MEMDESC.findall(op.types)
-                            if not any(a in m for a in module.tensor_memory_aliases) and "tensor_memory" not in m]
-                box = _tma_box_bytes if kind in ("tma_load", "tma_store") else _memdesc_bytes
-                sizes = [box(m, module) if box is _tma_box_bytes else box(m) for m in memdescs]
-                for key in ((position, kind), (position.rsplit(":", 1)[0], kind)):  # by column, and by line
-                    if not sizes or None in sizes:
-                        unknown.add(key)
-                    else:
-                        extents[key] = max(extents.get(key, 0), max(sizes))
-            for region in op.regions:
-                for block in region.blocks:
-                    visit(block.ops)
-
-    for function in module.functions.values():
-        for block in function.body.blocks:
-            visit(block.ops)
+    for line in ops:
+        body, loc = _strip_loc(line)
+        name = next(n for n in _EXTENT_CLASSES if n + " " in body)
+        _, types = _split_top(body, " : ")
+        position = position_of(module, Op(name, [], [], "", types or "", 0, line, loc))
+        if not position:
+            continue
+        kind = _EXTENT_CLASSES[name]
+        memdescs = [m for m in _MEMDESC.findall(types or "")
+                    if not any(a in m for a in module.tensor_memory_aliases) and "tensor_memory" not in m]
+        sizes = [_tma_box_bytes(m, module) if kind in ("tma_load", "tma_store") else _memdesc_bytes(m)
+                 for m in memdescs]
+        for key in ((position, kind), (position.rsplit(":", 1)[0], kind)):  # by column, and by line
+            if not sizes or None in sizes:
+                unknown.add(key)
+            else:
+                extents[key] = max(extents.get(key, 0), max(sizes))
     return {key: size for key, size in extents.items() if key not in unknown}
 
 
