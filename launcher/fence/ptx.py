@@ -164,19 +164,27 @@ def split_operands(text: str) -> list[str]:
     """Split an operand list at top-level commas (not inside [], {} or ())."""
     if "[" not in text and "{" not in text and "(" not in text:
         return [part.strip() for part in text.split(",") if part.strip()]
-    operands, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            operands.append(text[start:i].strip())
-            start = i + 1
+    operands, start, at = [], 0, 0
+    while True:
+        found = _DELIMITER.search(text, at)
+        if found is None:
+            break
+        if found.group() == ",":
+            operands.append(text[start:found.start()].strip())
+            start = at = found.end()
+            continue
+        close = text.find(_CLOSER[found.group()], found.end())  # PTX does not nest a bracket in itself
+        if close < 0:
+            break
+        at = close + 1
     last = text[start:].strip()
     if last:
         operands.append(last)
-    return operands
+    return [o for o in operands if o]
+
+
+_DELIMITER = re.compile(r"[\[{(,]")
+_CLOSER = {"[": "]", "{": "}", "(": ")"}
 
 
 def _depth(text: str) -> int:
