@@ -9,15 +9,16 @@ Each kernel's compile is timed (median of three, empty cache each time) and its 
 ratio goes to the benchmark's extra_info and to one printed line. It is a measurement, not a test:
 nothing asserts a timing. docs/fence.md has the measured table.
 
-Both sides are CPU time (the check: this process; the compile: this process and its ptxas), so that
-other work on a shared machine does not skew the ratio; the wall time of the compile is reported too.
+Both sides are CPU time (the check: this process; the compile: this process and its ptxas), and each is
+the fastest of its runs (three compiles, the benchmark's rounds of the check), so that other work on a
+shared machine skews the ratio as little as it can; the median check and the wall time of the compile
+are in extra_info too.
 
 Without --benchmark-only (a plain ``pytest``, or ``--benchmark-disable``) the benchmark is skipped: it
 compiles every kernel three more times, and the corpus tests already check the same kernels.
 """
 import os
 import resource
-import statistics
 import sys
 import time
 
@@ -45,7 +46,7 @@ def _cpu_seconds() -> float:
 
 
 def compile_seconds(kernel, arch, tmp_path, monkeypatch) -> tuple[float, float]:
-    """Median (CPU, wall) time of compiling the kernel's TTIR to a cubin, with an empty cache each time."""
+    """Fastest (CPU, wall) time of compiling the kernel's TTIR to a cubin, with an empty cache each time."""
     ttir = tmp_path / f"{kernel.name}.ttir"
     ttir.write_text(kernel.asm["ttir"])
     cpu, wall = [], []
@@ -58,7 +59,7 @@ def compile_seconds(kernel, arch, tmp_path, monkeypatch) -> tuple[float, float]:
         cpu.append(_cpu_seconds() - start_cpu)
         wall.append(time.perf_counter() - start_wall)
         assert compiled.asm["cubin"]
-    return statistics.median(cpu), statistics.median(wall)
+    return min(cpu), min(wall)
 
 
 @pytest.mark.benchmark(timer=time.process_time)
@@ -73,11 +74,11 @@ def test_fence_check_cost_relative_to_compile(name, arch, benchmark, request, tm
     ptx, ttgir = kernel.asm["ptx"], kernel.asm["ttgir"]
     compile_time, compile_wall = compile_seconds(kernel, arch, tmp_path, monkeypatch)
     report = benchmark(check_kernel, ptx=ptx, ttgir=ttgir)
-    check_time = benchmark.stats.stats.median
+    check_time = benchmark.stats.stats.min
     ratio = check_time / compile_time
     lines = ptx.count("\n")
     benchmark.extra_info.update(compile_cpu_s=compile_time, compile_wall_s=compile_wall, check_cpu_s=check_time,
-                                ratio=ratio, within_goal=ratio < BUDGET, ptx_lines=lines, triton=triton.__version__)
+                                check_median_cpu_s=benchmark.stats.stats.median, ratio=ratio, within_goal=ratio < BUDGET, ptx_lines=lines, triton=triton.__version__)
     print(f"\n{triton.__version__} {name} sm_{arch}: compile {compile_time * 1e3:.0f} ms CPU "
           f"({compile_wall * 1e3:.0f} ms wall), check {check_time * 1e3:.1f} ms CPU, {ratio:.1%} "
           f"({lines} PTX lines){'' if ratio < BUDGET else ' OVER THE 5% GOAL'}")

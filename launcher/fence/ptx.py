@@ -116,6 +116,8 @@ _LABEL = re.compile(r"([A-Za-z_$][\w$.]*):(?!:)")
 _PRED = re.compile(r"@!?%?[\w$]+\s+")
 # one whole instruction: [@pred] opcode [operands]; with nothing after the ';'
 _SIMPLE = re.compile(r"(?:@(!?%?[\w$]+)\s+)?([a-z][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z0-9_:]+)*)(?:\s+([^;\"]*?))?\s*;$")
+_MEMORY_OPERAND = re.compile(r"([^+\-]+)(?:([+\-])(-?\w+))?")
+_NAME = re.compile(r"[A-Za-z_$][\w$.]*")
 _OPCODE = re.compile(r"[a-z][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z0-9_:]+)*$")
 _HEADER = re.compile(r"\.(entry|func)\b\s*(?:\([^)]*\)\s*)?([A-Za-z_$][\w$.]*)")
 _NEWLINE_DIRECTIVES = (".version", ".target", ".address_size", ".file", ".loc")
@@ -522,7 +524,7 @@ def _call_target(instr: PtxInstruction) -> str | None:
     for operand in instr.operands:
         if operand.startswith("("):
             continue
-        return operand if re.fullmatch(r"[A-Za-z_$][\w$.]*", operand) else None
+        return operand if _NAME.fullmatch(operand) else None
     return None
 
 
@@ -1160,7 +1162,7 @@ class AddressAnalysis:
         if not (inner.startswith("[") and inner.endswith("]")):
             return Unknown(f"the operand {inner[:40]}")
         inner = inner[1:-1].replace(" ", "")
-        match = re.fullmatch(r"([^+\-]+)(?:([+\-])(-?\w+))?", inner)
+        match = _MEMORY_OPERAND.fullmatch(inner)
         if not match:
             return Unknown(f"the memory operand [{inner[:40]}]")
         predicate = self.function.instructions[index].predicate

@@ -20,6 +20,10 @@ _VALUE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
 _LOC_FILE = re.compile(r'^loc\("([^"]+)":(\d+):(\d+)\)$')
 _LOC_REF = re.compile(r"#loc\d*")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BLOCK_LABEL = re.compile(r"\^([\w$.\-]+)\s*(\((.*)\))?\s*:$")
+_INDEX_LIST = re.compile(r"\[[^\]]*\]")
+_PARTITION = re.compile(r"partition\d+\s*\(.*\{$")
+_INTEGER = re.compile(r"\s*(-?\d+)\s*$")
 _OP_NAME = re.compile(r"[A-Za-z_][\w$.\-]*$")
 _MAX_NESTING = 200
 
@@ -195,7 +199,7 @@ class _Parser:
             if text.startswith("}"):
                 return Region(blocks)
             self.position += 1
-            label = re.match(r"\^([\w$.\-]+)\s*(\((.*)\))?\s*:$", text)
+            label = _BLOCK_LABEL.match(text)
             if label:
                 arguments = [a.split(":")[0].strip() for a in _split_commas(label.group(3) or "")]
                 blocks.append(IrBlock(label.group(1), arguments))
@@ -229,7 +233,7 @@ class _Parser:
         if not _OP_NAME.match(name):
             raise self.error(line, f"op not understood: {text[:80]!r}")
         operand_text, types = _split_top(" " + rest, " : ")
-        operands = _VALUE.findall(re.sub(r"\[[^\]]*\]", "", operand_text))
+        operands = _VALUE.findall(_INDEX_LIST.sub("", operand_text))
         op = Op(name, results, operands, operand_text, types or "", line, " ".join(text.split()), loc)
         # regions: `op ... {`, then `} else {`, `} do {`, or a separate `default {` / `partitionN(...) {`
         if opens_region:
@@ -248,7 +252,7 @@ class _Parser:
             if already_open:
                 rest = text[1:].strip()  # after '}'
                 if not rest and self.position + 1 < len(self.statements) and \
-                        re.match(r"partition\d+\s*\(.*\{$", self.statements[self.position + 1][1]):
+                        _PARTITION.match(self.statements[self.position + 1][1]):
                     self.position += 1  # `}` alone, the next partition header on its own line
                     already_open = False
                     continue
@@ -417,7 +421,7 @@ class _Lowering:
     def _define_values(self, op: Op, context: _Context) -> None:
         values = context.values
         if op.name == "arith.constant":
-            number = re.match(r"\s*(-?\d+)\s*$", op.attributes)
+            number = _INTEGER.match(op.attributes)
             if number and op.results:
                 context.constants[op.results[0]] = int(number.group(1))
         elif op.name == "ttg.local_alloc" and op.results:
