@@ -78,7 +78,8 @@ def test_fence_check_cost_relative_to_compile(name, arch, benchmark, request, tm
     ratio = check_time / compile_time
     lines = ptx.count("\n")
     benchmark.extra_info.update(compile_cpu_s=compile_time, compile_wall_s=compile_wall, check_cpu_s=check_time,
-                                check_median_cpu_s=benchmark.stats.stats.median, ratio=ratio, within_goal=ratio < BUDGET, ptx_lines=lines, triton=triton.__version__)
+                                check_median_cpu_s=benchmark.stats.stats.median, ratio=ratio,
+                                within_goal=ratio < BUDGET, ptx_lines=lines, triton=triton.__version__)
     print(f"\n{triton.__version__} {name} sm_{arch}: compile {compile_time * 1e3:.0f} ms CPU "
           f"({compile_wall * 1e3:.0f} ms wall), check {check_time * 1e3:.1f} ms CPU, {ratio:.1%} "
           f"({lines} PTX lines){'' if ratio < BUDGET else ' OVER THE 5% GOAL'}")

@@ -255,7 +255,8 @@ def test_constructs_the_checker_does_not_understand_make_the_kernel_unreadable(b
     with pytest.raises(ParseError) as info:
         check_ptx(text, filename="k.ptx")
     assert reason in info.value.reason
-    first_bad_line = next(i for i, line in enumerate(text.splitlines(), 1) if line.strip() == bad.splitlines()[0].strip())
+    first_bad_line = next(i for i, line in enumerate(text.splitlines(), 1)
+                          if line.strip() == bad.splitlines()[0].strip())
     assert info.value.filename == "k.ptx" and first_bad_line <= info.value.line <= first_bad_line + 3
 
 

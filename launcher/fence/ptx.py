@@ -953,7 +953,8 @@ class AddressAnalysis:
         self.values: dict[tuple, object] = {}  # (index, register) or ("all", register) -> value
         self._source_cache: dict[tuple, tuple] = {}
         if roots is None:
-            roots = [(index, operand) for index, instr in enumerate(instructions) for operand in _address_operands(instr)]
+            roots = [(index, operand) for index, instr in enumerate(instructions)
+                     for operand in _address_operands(instr)]
         self._solve(roots)
 
     # -- sources of a use ------------------------------------------------------------------------
@@ -1317,7 +1318,8 @@ class Classifier:
         if descriptor:
             if not isinstance(value, MatrixDescriptor):
                 origin = value.origin if isinstance(value, Unknown) else f"{_describe(value)}, not a descriptor"
-                return _UNRESOLVED, f"the matrix descriptor is not derived from a shared-memory symbol: it depends on {origin}"
+                return _UNRESOLVED, ("the matrix descriptor is not derived from a shared-memory symbol: "
+                                     f"it depends on {origin}")
             value = value.address
         if not isinstance(value, SharedAddress):
             origin = value.origin if isinstance(value, Unknown) else "a value the analysis does not follow"
