@@ -17,8 +17,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia import blackwell
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
-from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
-                                                              warpgroup_mma_init, warpgroup_mma_wait)
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma
 
 try:
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -38,15 +37,19 @@ SMEM_LAYOUT = "NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, ra
 DESC_64x64 = f"tensordesc<fp16[64, 64],{SMEM_LAYOUT}>"
 
 
-def compile_kernel(fn, signature, constexprs=None, *, arch=90, num_warps=4):
-    """Compile ``fn`` for ``sm_<arch>`` without a GPU; returns the CompiledKernel."""
+def compile_kernel(fn, signature, constexprs=None, *, arch=90, num_warps=4, attrs=None, **options):
+    """Compile ``fn`` for ``sm_<arch>`` without a GPU; returns the CompiledKernel.
+
+    ``attrs``: {(parameter index,): [["tt.divisibility", 16]]}, as Triton's JIT passes for aligned
+    arguments; ``options``: further compile options (num_stages, debug...).
+    """
     is_gluon = type(fn).__name__ == "GluonJITFunction"
     source_cls = GluonASTSource if is_gluon else triton.compiler.ASTSource
     constexprs = dict(constexprs or {})
     for name, value in constexprs.items():
         signature.setdefault(name, "constexpr")
-    src = source_cls(fn=fn, signature=signature, constexprs=constexprs)
-    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
+    src = source_cls(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps, **options})
 
 
 @gluon.jit
@@ -186,3 +189,66 @@ GLUON_CASES = {
 def compiled_gluon(name, fence):
     fn, signature, arch, _ = GLUON_CASES[name]
     return compile_kernel(fn, dict(signature), {"FENCE": fence}, arch=arch)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gluon kernels written as they should be (every fence in place): the checker must stay silent.
+
+
+@gluon.jit
+def _consumer_partition(smem, bar, out_ptr):
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    mbarrier.wait(bar, 0)
+    x = smem.load(layout)
+    rows = gl.arange(0, 64, gl.SliceLayout(1, layout))
+    cols = gl.arange(0, 64, gl.SliceLayout(0, layout))
+    gl.store(out_ptr + rows[:, None] * 64 + cols[None, :], x)
+
+
+@gluon.jit
+def _loader_partition(smem, bar, desc):
+    mbarrier.expect(bar, 64 * 64 * 2)
+    tma_load(desc, [0, 0], bar, smem)
+
+
+@gluon.jit
+def warp_specialized_load(desc, out_ptr):
+    # gl.warp_specialize: the partitions are dispatched by brx.idx on a byte above the buffers, which
+    # each warp reads with ld.shared.b8 while the loader's TMA writes the tile below it.
+    smem = gl.allocate_shared_memory(gl.float16, [64, 64], desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    gl.warp_specialize([(_consumer_partition, (smem, bar, out_ptr)), (_loader_partition, (smem, bar, desc))],
+                       [1], [24])
+    mbarrier.invalidate(bar)
+
+
+@gluon.jit
+def scales_to_tensor_memory(out_ptr):
+    # tcgen05_copy (shared -> tensor memory) after a fence, in a one-CTA module ("ttng.two-ctas" = false).
+    layout: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [4, 1], [1, 0])
+    shared: gl.constexpr = gl.SharedLinearLayout(
+        offset_bases=[[0, 1], [0, 2], [32, 0], [0, 4], [1, 0], [2, 0], [4, 0], [8, 0], [16, 0], [0, 8]])
+    smem = gl.allocate_shared_memory(gl.int8, [64, 16], shared)
+    smem.store(gl.full([64, 16], 1, gl.int8, layout))
+    fence_async_shared()
+    tmem = blackwell.allocate_tensor_memory(gl.int8, [64, 16], blackwell.TensorMemoryScalesLayout())
+    blackwell.tcgen05_copy(smem, tmem)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    blackwell.tcgen05_commit(bar)
+    mbarrier.wait(bar, 0)
+    mbarrier.invalidate(bar)
+
+
+@gluon.jit
+def store_through_device_descriptor(out_ptr, M, N):
+    # The tile is fenced; the tensor map is built on the device afterwards (st.shared of its staging
+    # buffer, tensormap.replace, tensormap.cp_fenceproxy), above the tile the TMA store reads.
+    layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    smem = gl.allocate_shared_memory(gl.float16, [64, 64], layout)
+    smem.store(_ones_tile(64))
+    fence_async_shared()
+    desc = tma.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [64, 64], layout)
+    tma_store(desc, [0, 0], smem)
+    tma.store_wait(0)

@@ -233,3 +233,127 @@ def test_parse_error_names_file_and_line():
     assert info.value.filename == "bad.ptx" and info.value.line > 0
     with pytest.raises(ParseError):
         check_ptx(HEADER + ".visible .entry k()\n{\n\tret;\n")
+
+
+# Hand-written snippets: Triton does not emit these constructs, so only a snippet can show that each one
+# makes the kernel unreadable (ParseError at its line) rather than silently clean.
+@pytest.mark.parametrize("bad, reason", [
+    ("\t.foo 1;", "directive not understood"),
+    ("\tbra $L__nowhere;", "branch to an unknown label"),
+    ("\tbrx.idx %r1, $L_table;", "without a .branchtargets table"),
+    ("$L_table: .branchtargets\n\t\t$L__BB0_1,\n\t\t$L__BB0_9;\n\tbrx.idx %r1, $L_table;", "unknown label '$L__BB0_9'"),
+    ("\tcall (retval0), %rd1, (param0), prototype_0;", "call the checker cannot follow"),
+    ("\tcall.uni undeclared, (param0);", "call the checker cannot follow"),
+    ("\tfoo.shared.b32 %r1, [%r2];", "shared-memory instruction not understood"),
+    ("\tst.shared.b32;", "needs operand"),
+    ("\tmov.b32 %r1, 0\n\tmov.b32 %r2, 1;", "statement without ';'"),
+    ("\t%r1 = add %r2, %r3;", "statement not understood"),
+])
+def test_constructs_the_checker_does_not_understand_make_the_kernel_unreadable(bad, reason):
+    body = "$L__BB0_1:\n" + bad + "\n\tcp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r9], 16;\n\tret;"
+    text = kernel(body)
+    with pytest.raises(ParseError) as info:
+        check_ptx(text, filename="k.ptx")
+    assert reason in info.value.reason
+    first_bad_line = next(i for i, line in enumerate(text.splitlines(), 1)
+                          if line.strip() == bad.splitlines()[0].strip())
+    assert info.value.filename == "k.ptx" and first_bad_line <= info.value.line <= first_bad_line + 3
+
+
+def test_a_multi_line_jump_table_gives_an_edge_to_every_target():
+    # Triton's form (tl.range(warp_specialize=True) on sm_100 has it too; see test_fence_corpus)
+    function = parse_ptx(kernel("""
+	mov.u32 	%r1, %tid.x;
+	$L_brx_0: .branchtargets
+		$L__BB0_1,
+		$L__BB0_2,
+		$L__BB0_3;
+	brx.idx 	%r1, $L_brx_0;
+$L__BB0_1:
+	ret;
+$L__BB0_2:
+	ret;
+$L__BB0_3:
+	ret;
+""")).functions[0]
+    blocks, successors = build_cfg(function)
+    assert function.tables[(0, "$L_brx_0")] == ["$L__BB0_1", "$L__BB0_2", "$L__BB0_3"]
+    assert successors[0] == [1, 2, 3]
+
+
+def test_calls_into_module_functions_are_followed():
+    # Hand-written: a shared-memory write in a .func, then a TMA store in the caller. Triton's noinline
+    # functions take scalars only, so no real kernel here has this shape; the CFG must still see it.
+    text = HEADER + """
+.func helper()
+{
+	mov.b32 	%r1, global_smem;
+	st.shared.v4.b32 	[%r1], {%r2, %r2, %r2, %r2};
+	ret;
+}
+.visible .entry k(
+	.param .u64 k_param_0
+)
+{
+	mov.b32 	%r3, global_smem;
+	call.uni helper, ();
+	cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r3], 4096;
+	ret;
+}
+"""
+    (finding,) = check_ptx(text)
+    assert (finding.severity, finding.kind, finding.kernel) == ("error", "RAW", "k")
+    assert finding.writer.text.startswith("st.shared.v4.b32") and finding.reader.text.startswith("cp.async.bulk")
+    fenced = text.replace("\tcall.uni helper, ();", "\tcall.uni helper, ();\n\tfence.proxy.async.shared::cta;")
+    assert check_ptx(fenced) == []
+
+
+def test_descriptor_from_shift_and_mask_resolves_to_the_buffer():
+    # The form Triton 3.6 emits for fp8 wgmma on sm_90 (see matmul_grouped_fp8 in the corpus):
+    # ((address >> 4) + a warp's 512 units) & 16383, or-ed with the layout bits.
+    body = """
+	mov.b32 	%r39, global_smem;
+	mov.u32 	%r1, %tid.x;
+	shr.u32 	%r2, %r1, 5;
+	shl.b32 	%r3, %r2, 7;
+	and.b32 	%r4, %r3, 512;
+	st.shared.v4.b32 	[%r39+32768], {%r1, %r1, %r1, %r1};
+	add.s32 	%r40, %r39, 16384;
+	shr.u32 	%r41, %r40, 4;
+	add.s32 	%r42, %r4, %r41;
+	and.b32 	%r43, %r42, 16383;
+	cvt.u64.u32 	%rd42, %r43;
+	or.b64 	%rd1, %rd42, 4611686293305294848;
+	wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%f1,%f2}, %rd1, %rd1, 0, 1, 1;
+	ret;
+"""
+    function = parse_ptx(kernel(body)).functions[0]
+    (block,) = function_blocks(function, {"global_smem"})
+    (read, _) = [e for e in block.events if not isinstance(e, Fence) and e.kind is AccessKind.ASYNC_READ]
+    assert (read.region.symbol, read.region.lo) == ("global_smem", 16384)  # 16384 + [0, 512 * 16]
+    assert read.unresolved is not None  # the operand's extent: not in the PTX alone
+    # a store above the operand's start may or may not be inside it (its extent is in the TTGIR only);
+    # a store at its first bytes is certainly inside
+    assert [f.severity for f in check_ptx(kernel(body))] == ["unknown"]
+    assert [f.severity for f in check_ptx(kernel(body.replace("32768", "16384")))] == ["error"]
+
+
+def test_a_wrapping_stage_counter_bounds_the_address():
+    # Triton's pipelined loops: stage = (stage + 1 > 2) ? 0 : stage + 1, then base + stage * 16384.
+    body = """
+	mov.b32 	%r102, global_smem;
+	mov.b32 	%r357, -1;
+$L__BB0_2:
+	add.s32 	%r160, %r357, 1;
+	setp.gt.s32 	%p16, %r160, 2;
+	selp.b32 	%r357, 0, %r160, %p16;
+	shl.b32 	%r161, %r357, 14;
+	add.s32 	%r162, %r102, %r161;
+	st.shared.b32 	[%r162], %r1;
+	@%p1 bra 	$L__BB0_2;
+	ret;
+"""
+    function = parse_ptx(kernel(body)).functions[0]
+    blocks = function_blocks(function, {"global_smem"})
+    (store,) = [e for b in blocks for e in b.events]
+    assert (store.region.lo, store.region.hi) == (0, 2 * 16384 + 4)

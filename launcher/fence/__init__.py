@@ -5,7 +5,7 @@ TTGIR (for attribution). Pure text analysis: imports neither triton nor torch.
 from .checker import check_kernel, check_metadata_group, check_ptx, check_ttgir
 from .cli import main
 from .errors import FenceHazardError, ParseError
-from .report import ERROR, INFO, UNKNOWN, Finding, Location, Report
+from .report import CLEAN, ERROR, INFO, UNKNOWN, Finding, Location, Report
 
-__all__ = ["check_kernel", "check_metadata_group", "check_ptx", "check_ttgir", "main", "ERROR", "INFO", "UNKNOWN",
-           "FenceHazardError", "Finding", "Location", "ParseError", "Report"]
+__all__ = ["check_kernel", "check_metadata_group", "check_ptx", "check_ttgir", "main", "CLEAN", "ERROR", "INFO",
+           "UNKNOWN", "FenceHazardError", "Finding", "Location", "ParseError", "Report"]

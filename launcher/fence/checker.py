@@ -6,9 +6,9 @@ import os
 from dataclasses import replace
 
 from .dataflow import Hazard, find_hazards
-from .ptx import function_blocks, parse_ptx
+from .ptx import kernel_blocks, parse_ptx
 from .report import ERROR, INFO, UNKNOWN, Finding, Report, finding_from_hazard
-from .ttgir import entry_functions, parse_ttgir
+from .ttgir import async_operand_extents, entry_functions, parse_ttgir
 from .ttgir import function_blocks as ttgir_function_blocks
 
 log = logging.getLogger("launcher.fence")
@@ -27,16 +27,21 @@ def representative_hazards(hazards: list[Hazard]) -> list[Hazard]:
     return sorted(chosen.values(), key=lambda h: (h.async_access.instruction.line, h.kind))
 
 
+def _file(filename: str | None) -> str | None:
+    """The file name findings cite: None for the placeholders ("<ptx>") of text given directly."""
+    return filename if filename and not filename.startswith("<") else None
+
+
 def check_ptx(text: str, *, name: str | None = None, filename: str = "<ptx>") -> list[Finding]:
     """Hazards in final PTX: ``error`` where the overlap is certain, ``unknown`` where it is only possible."""
     return _check_ptx_module(parse_ptx(text, filename), name)
 
 
-def _check_ptx_module(module, name: str | None) -> list[Finding]:
+def _check_ptx_module(module, name: str | None, extents: dict | None = None) -> list[Finding]:
     findings = []
-    for function in module.functions:
+    for function in module.kernels:
         kernel = name or function.name
-        for hazard in representative_hazards(find_hazards(function_blocks(function, module.shared_symbols))):
+        for hazard in representative_hazards(find_hazards(kernel_blocks(module, function, extents))):
             if hazard.certain:
                 severity, reason = ERROR, None
             else:
@@ -44,7 +49,8 @@ def _check_ptx_module(module, name: str | None) -> list[Finding]:
                 reason = hazard.generic.unresolved or hazard.async_access.unresolved or \
                     "the async operand's extent is not known"
             buffer = str(hazard.async_access.region)
-            findings.append(finding_from_hazard(kernel, hazard, severity, buffer, ir="ptx", reason=reason))
+            findings.append(finding_from_hazard(kernel, hazard, severity, buffer, ir="ptx", reason=reason,
+                                                file=_file(module.filename)))
     return findings
 
 
@@ -54,7 +60,10 @@ def check_ttgir(text: str, *, name: str | None = None, filename: str = "<ttgir>"
     TTGIR is not what runs (Triton's late fence pass and LLVM come after it), so a TTGIR hazard is
     never an ``error`` by itself; ``check_kernel`` relates it to the PTX.
     """
-    module = parse_ttgir(text, filename)
+    return _check_ttgir_module(parse_ttgir(text, filename), name, filename)
+
+
+def _check_ttgir_module(module, name: str | None, filename: str | None = None) -> list[Finding]:
     findings = []
     for function in entry_functions(module):
         kernel = name or function.name
@@ -62,20 +71,36 @@ def check_ttgir(text: str, *, name: str | None = None, filename: str = "<ttgir>"
             severity = INFO if hazard.certain else UNKNOWN
             reason = None if hazard.certain else "the descriptors may refer to the same buffer"
             findings.append(finding_from_hazard(kernel, hazard, severity, str(hazard.async_access.region),
-                                                ir="ttgir", reason=reason))
+                                                ir="ttgir", reason=reason, file=_file(filename)))
     return findings
 
 
 def check_kernel(*, ptx: str | None = None, ttgir: str | None = None, name: str | None = None,
-                 ptx_filename: str = "<ptx>", ttgir_filename: str = "<ttgir>") -> Report:
+                 ptx_filename: str = "<ptx>", ttgir_filename: str = "<ttgir>", info: bool = True) -> Report:
     """Check one kernel. PTX hazards are the findings (``error``/``unknown``); TTGIR hazards that the
     PTX does not show (Triton's late pass or LLVM put the fence in) become ``info``; TTGIR findings
-    lend their Python source line to PTX findings on the same async operation when the PTX has none."""
-    ttgir_findings = check_ttgir(ttgir, name=name, filename=ttgir_filename) if ttgir is not None else []
+    lend their Python source line to PTX findings on the same async operation when the PTX has none.
+
+    The TTGIR also bounds the operands of the PTX's async instructions. ``info=False`` (the load hook)
+    leaves out the TTGIR's own analysis unless a PTX finding needs its source line: no ``info`` findings,
+    and a TTGIR that cannot be parsed is not noticed.
+    """
+    if ptx is None or info:
+        ttgir_module = parse_ttgir(ttgir, ttgir_filename) if ttgir is not None else None
+        ttgir_findings = _check_ttgir_module(ttgir_module, name, ttgir_filename) if ttgir_module is not None else []
+    else:
+        ttgir_findings = None
     if ptx is None:
         return Report(name or (ttgir_findings[0].kernel if ttgir_findings else "<kernel>"), ttgir_findings)
     module = parse_ptx(ptx, ptx_filename)
-    ptx_findings = _check_ptx_module(module, name)
+    extents = async_operand_extents(ttgir) if ttgir is not None else None
+    ptx_findings = _check_ptx_module(module, name, extents)
+    if ttgir_findings is None:
+        ttgir_findings = []
+        if ttgir is not None and any(not f.source_line for f in ptx_findings):
+            ttgir_findings = _check_ttgir_module(parse_ttgir(ttgir, ttgir_filename), name, ttgir_filename)
+        findings = [_attach_source(f, ttgir_findings) for f in ptx_findings]
+        return Report(name or (module.functions[0].name if module.functions else "<kernel>"), findings)
     findings = [_attach_source(f, ttgir_findings) for f in ptx_findings]
     shown = {(f.kind, f.source_line) for f in findings if f.source_line}
     for finding in ttgir_findings:
@@ -96,10 +121,11 @@ def _attach_source(finding: Finding, ttgir_findings: list[Finding]) -> Finding:
     return finding
 
 
-def check_metadata_group(metadata_group: dict[str, str], name: str) -> Report | None:
+def check_metadata_group(metadata_group: dict[str, str], name: str, *, info: bool = True) -> Report | None:
     """Check the kernel whose files Triton's ``metadata_group`` names (file name -> absolute path).
 
     Returns None when there is no PTX to check (``TRITON_STORE_BINARY_ONLY=1``); the reason is logged.
+    ``info``: as for ``check_kernel``.
     """
     paths = {os.path.splitext(filename)[1]: path for filename, path in metadata_group.items()}
     ptx_path, ttgir_path = paths.get(".ptx"), paths.get(".ttgir")
@@ -108,7 +134,8 @@ def check_metadata_group(metadata_group: dict[str, str], name: str) -> Report | 
         return None
     ptx = _read(ptx_path)
     ttgir = _read(ttgir_path) if ttgir_path else None
-    return check_kernel(ptx=ptx, ttgir=ttgir, name=name, ptx_filename=ptx_path, ttgir_filename=ttgir_path or "")
+    return check_kernel(ptx=ptx, ttgir=ttgir, name=name, ptx_filename=ptx_path, ttgir_filename=ttgir_path or "",
+                        info=info)
 
 
 def _read(path: str) -> str:

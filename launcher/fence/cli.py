@@ -2,7 +2,12 @@
 
 PATH is a ``.ptx`` or ``.ttgir`` file, or a Triton cache directory (every ``<hash>/<name>.ptx`` with its
 ``<name>.ttgir``). Exit status: 0 no ``error`` finding, 1 at least one, 2 an input that cannot be read
-or parsed (reported with its file and line).
+or parsed (reported with its file and line), or a directory that holds no kernel.
+
+``--format json`` prints one object (schema in docs/fence.md)::
+
+    {"kernels": [{"kernel", "ptx", "ttgir", "verdict": "clean"|"error"|"unknown", "findings": [...]}],
+     "unreadable": [{"file", "line", "reason"}]}
 """
 from __future__ import annotations
 
@@ -18,20 +23,17 @@ from .report import Report
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def _kernels_in(path: str) -> list[tuple[str | None, str | None, str]]:
-    """(ptx path, ttgir path, display name) for a file or every kernel under a directory."""
+def _kernels_in(path: str) -> list[tuple[str | None, str | None]]:
+    """(ptx path, ttgir path) for a file or for every kernel under a directory."""
     if not os.path.isdir(path):
-        if path.endswith(".ttgir"):
-            return [(None, path, path)]
-        return [(path, None, path)]
+        return [(None, path)] if path.endswith(".ttgir") else [(path, None)]
     kernels = []
     for directory, _, files in sorted(os.walk(path)):
         stems = {os.path.splitext(f)[0] for f in files if f.endswith((".ptx", ".ttgir"))}
         for stem in sorted(stems):
             ptx = os.path.join(directory, stem + ".ptx")
             ttgir = os.path.join(directory, stem + ".ttgir")
-            kernels.append((ptx if os.path.exists(ptx) else None, ttgir if os.path.exists(ttgir) else None,
-                            os.path.join(directory, stem)))
+            kernels.append((ptx if os.path.exists(ptx) else None, ttgir if os.path.exists(ttgir) else None))
     return kernels
 
 
@@ -45,6 +47,15 @@ def _check(ptx_path: str | None, ttgir_path: str | None) -> Report:
                         ttgir_filename=ttgir_path or "")
 
 
+def _summary(report: Report) -> str:
+    if not report.findings:
+        return "no proxy-fence hazards"
+    counts = {}
+    for finding in report.findings:
+        counts[finding.severity] = counts.get(finding.severity, 0) + 1
+    return ", ".join(f"{n} {severity}" for severity, n in sorted(counts.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check"]:
@@ -54,27 +65,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("paths", nargs="+", metavar="PATH", help=".ptx/.ttgir file or Triton cache directory")
     args = parser.parse_args(argv)
-    status = EXIT_CLEAN
-    reports: list[tuple[str, Report]] = []
+    checked: list[tuple[str | None, str | None, Report]] = []
+    unreadable: list[dict] = []
+
+    def refuse(file: str, line: int, reason: str) -> None:
+        unreadable.append({"file": file, "line": line, "reason": reason})
+        print(f"{file}:{line}: {reason}", file=sys.stderr)
+
     for path in args.paths:
         if not os.path.exists(path):
-            print(f"{path}:0: no such file or directory", file=sys.stderr)
-            status = EXIT_BAD_INPUT
+            refuse(path, 0, "no such file or directory")
             continue
-        for ptx_path, ttgir_path, display in _kernels_in(path):
+        kernels = _kernels_in(path)
+        if not kernels:
+            refuse(path, 0, "no .ptx or .ttgir file in this directory (is it a Triton cache directory?)")
+        for ptx_path, ttgir_path in kernels:
             try:
-                reports.append((ptx_path or ttgir_path, _check(ptx_path, ttgir_path)))
+                checked.append((ptx_path, ttgir_path, _check(ptx_path, ttgir_path)))
             except ParseError as error:
-                print(str(error), file=sys.stderr)
-                status = EXIT_BAD_INPUT
+                refuse(error.filename, error.line, error.reason)
             except (OSError, UnicodeDecodeError) as error:
-                print(f"{display}:0: cannot read: {error}", file=sys.stderr)
-                status = EXIT_BAD_INPUT
+                refuse(ptx_path or ttgir_path, 0, f"cannot read: {error}")
     if args.format == "json":
-        print(json.dumps([{**f.to_dict(), "file": file} for file, r in reports for f in r.findings], indent=2))
+        print(json.dumps({
+            "kernels": [{"kernel": report.kernel, "ptx": ptx, "ttgir": ttgir, "verdict": report.verdict,
+                         "findings": [f.to_dict() for f in report.findings]} for ptx, ttgir, report in checked],
+            "unreadable": unreadable}, indent=2))
     else:
-        for file, report in reports:
-            print(f"{file}: {report.format_text()}")
-    if status == EXIT_CLEAN and any(report.errors for _, report in reports):
-        status = EXIT_FINDINGS
-    return status
+        for ptx, ttgir, report in checked:
+            print(f"{ptx or ttgir}: {report.kernel}: {report.verdict} ({_summary(report)})")
+            for finding in report.findings:
+                print("  " + finding.format_text().replace("\n", "\n  "))
+    if unreadable:
+        return EXIT_BAD_INPUT
+    return EXIT_FINDINGS if any(report.errors for _, _, report in checked) else EXIT_CLEAN

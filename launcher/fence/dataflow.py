@@ -92,8 +92,12 @@ class Hazard:
 
 @dataclass(frozen=True)
 class _Pending:
-    access: Access
+    """A generic access not yet ordered with the async proxy. Pending accesses of the same kind to the same
+    region are one entry (the first one on the path is shown)."""
+    kind: AccessKind
+    region: Region
     cta_fenced: bool
+    access: Access = field(compare=False)
 
 
 _State = frozenset  # of _Pending
@@ -105,26 +109,26 @@ def _hazard_kind(generic: AccessKind, async_kind: AccessKind) -> str | None:
     return "WAW" if generic is AccessKind.GENERIC_WRITE else "WAR"
 
 
-def _fence(state: _State, scope: Scope) -> _State:
-    if scope is Scope.CLUSTER:
-        return frozenset()
-    return frozenset(_Pending(p.access, True) for p in state)
+def _fence(state: _State, scope: Scope, cluster_async: bool) -> _State:
+    if scope is Scope.CLUSTER or not cluster_async:
+        return frozenset()  # with no cluster-scope async access, a CTA fence orders everything that matters
+    return frozenset(_Pending(p.kind, p.region, True, p.access) for p in state)
 
 
-def _run(state: _State, events: Sequence[Event], hazards: list[Hazard] | None) -> _State:
+def _run(state: _State, events: Sequence[Event], hazards: list[Hazard] | None, cluster_async: bool) -> _State:
     """Apply a block's events. The fence a hazard calls for is applied after the whole instruction,
     so every operand of one instruction (wgmma A and B) is checked against the same state."""
     deferred: Scope | None = None
     for index, event in enumerate(events):
         if isinstance(event, Fence):
-            state = _fence(state, event.scope)
+            state = _fence(state, event.scope, cluster_async)
         elif not event.kind.is_async:
-            state = state | {_Pending(event, False)}
+            state = state | {_Pending(event.kind, event.region, False, event)}
         elif _check(state, event, hazards):
             deferred = Scope.CLUSTER if Scope.CLUSTER in (deferred, event.scope) else Scope.CTA
         following = events[index + 1] if index + 1 < len(events) else None
         if deferred is not None and (following is None or following.instruction != event.instruction):
-            state, deferred = _fence(state, deferred), None
+            state, deferred = _fence(state, deferred, cluster_async), None
     return state
 
 
@@ -133,10 +137,10 @@ def _check(state: _State, event: Access, hazards: list[Hazard] | None) -> bool:
     for pending in state:
         if pending.cta_fenced and event.scope is Scope.CTA:
             continue
-        kind = _hazard_kind(pending.access.kind, event.kind)
+        kind = _hazard_kind(pending.kind, event.kind)
         if kind is None:
             continue
-        overlap = pending.access.region.overlap(event.region)
+        overlap = pending.region.overlap(event.region)
         if overlap is Overlap.NO:
             continue
         found = True
@@ -145,13 +149,42 @@ def _check(state: _State, event: Access, hazards: list[Hazard] | None) -> bool:
     return found
 
 
+def _relevant(blocks: Sequence[Block]) -> tuple[list[list[Event]], bool]:
+    """The events that can take part in a hazard, per block, and whether any async access has cluster scope.
+
+    A generic write is kept only if its region may overlap some async access, a generic read only if it may
+    overlap some async write: the others can never be reported, so the analysis need not carry them.
+    """
+    asyncs = [e for b in blocks for e in b.events if isinstance(e, Access) and e.kind.is_async]
+    if not asyncs:
+        return [[] for _ in blocks], False
+    writes = [e.region for e in asyncs if e.kind is AccessKind.ASYNC_WRITE]
+    every = [e.region for e in asyncs]
+    seen: dict = {}
+
+    def keep(event: Event) -> bool:
+        if isinstance(event, Fence) or event.kind.is_async:
+            return True
+        key = (event.kind, event.region)
+        if key not in seen:
+            targets = every if event.kind is AccessKind.GENERIC_WRITE else writes
+            seen[key] = any(event.region.overlap(r) is not Overlap.NO for r in targets)
+        return seen[key]
+
+    cluster_async = any(e.scope is Scope.CLUSTER for e in asyncs)
+    return [[e for e in b.events if keep(e)] for b in blocks], cluster_async
+
+
 def find_hazards(blocks: Sequence[Block], entry: int = 0) -> list[Hazard]:
     """Run the may-analysis from ``blocks[entry]`` to a fixed point and return every hazard once."""
+    events, cluster_async = _relevant(blocks)
+    if not any(isinstance(e, Access) for block_events in events for e in block_events):
+        return []
     states: dict[int, _State] = {entry: frozenset()}
     worklist = [entry]
     while worklist:
         index = worklist.pop()
-        state = _run(states[index], blocks[index].events, None)
+        state = _run(states[index], events[index], None, cluster_async)
         for successor in blocks[index].successors:
             old = states.get(successor)
             new = state if old is None else old | state
@@ -160,7 +193,7 @@ def find_hazards(blocks: Sequence[Block], entry: int = 0) -> list[Hazard]:
                 worklist.append(successor)
     hazards: list[Hazard] = []
     for index in sorted(states):
-        _run(states[index], blocks[index].events, hazards)
+        _run(states[index], events[index], hazards, cluster_async)
     unique: dict[tuple, Hazard] = {}
     for hazard in hazards:
         key = (hazard.kind, hazard.generic.instruction, hazard.async_access.instruction)

@@ -1,15 +1,19 @@
-"""PTX front end: parse functions, build their control-flow graphs, resolve shared-memory addresses,
+"""PTX front end: parse a module, build each kernel's control-flow graph, resolve shared-memory addresses,
 and classify instructions into proxy events for ``dataflow.find_hazards``.
 
 PTX is one thread's program. Data instructions under a predicate are taken to execute (may); a fence
 under a predicate is taken not to (it might not run in the writing threads), so only unpredicated
 fences clear pending accesses.
+
+Anything the parser does not understand (a statement form, a directive, a branch it cannot resolve, a
+shared-memory instruction it cannot classify) raises ``ParseError`` with the line: the kernel is then
+unreadable, never silently clean.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from .dataflow import Access, AccessKind, Block, Fence, Instruction, Overlap, Scope
 from .errors import ParseError
@@ -18,185 +22,510 @@ from .errors import ParseError
 # Parsing
 
 
-@dataclass
 class PtxInstruction:
-    line: int
-    statement: str  # as written, without the ';'
-    predicate: str | None  # "%p1" or "!%p1"
-    opcode: str
-    operand_text: str
-    source: str | None  # Python file:line from the preceding .loc
-    scope: int  # inline-asm brace scope the instruction sits in (0 = function body)
-    parts: list[str] = field(init=False)  # opcode split at '.'
+    """One instruction: ``[@predicate] opcode operands``, its 1-based line and the Python line of its ``.loc``."""
 
-    def __post_init__(self):
-        self.parts = self.opcode.split(".")
+    __slots__ = ("line", "raw", "predicate", "opcode", "operand_text", "source", "scope", "base", "column",
+                 "_parts", "_operands", "_statement")
 
-    @cached_property
-    def text(self) -> str:
-        return " ".join(self.statement.split())
-
-    @cached_property
-    def operands(self) -> list[str]:
-        return split_operands(self.operand_text)
+    def __init__(self, line: int, raw: str, predicate: str | None, opcode: str, operand_text: str,
+                 source: str | None, scope: int, column: str | None = None):
+        self.line = line
+        self.raw = raw  # as written, without the ';'
+        self.predicate = predicate  # "%p1" or "!%p1"
+        self.opcode = opcode
+        self.operand_text = operand_text
+        self.source = source  # Python file:line from the preceding .loc
+        self.scope = scope  # inline-asm brace scope the instruction sits in (0 = function body)
+        self.base = opcode.partition(".")[0]
+        self.column = column  # the column of the .loc, as text
+        self._parts = None
+        self._operands = None
+        self._statement = None
 
     @property
-    def first_operand(self) -> str:
-        text = self.operand_text
-        if text.startswith(("{", "[", "(")):
-            return self.operands[0] if self.operands else ""
-        return text.split(",", 1)[0].strip()
+    def parts(self) -> list[str]:
+        """The opcode split at '.'."""
+        if self._parts is None:
+            self._parts = self.opcode.split(".")
+        return self._parts
+
+    @property
+    def statement(self) -> str:
+        """The instruction with its whitespace collapsed."""
+        if self._statement is None:
+            self._statement = " ".join(self.raw.split())
+        return self._statement
+
+    @property
+    def text(self) -> str:
+        return self.statement
+
+    @property
+    def operands(self) -> list[str]:
+        if self._operands is None:
+            self._operands = split_operands(self.operand_text)
+        return self._operands
+
+    def operand(self, index: int) -> str:
+        """The operand at ``index``; a missing one is a parse error of this line."""
+        operands = self.operands
+        if index >= len(operands):
+            raise _OperandError(f"{self.opcode} needs operand {index + 1}: {self.statement!r}")
+        return operands[index]
 
     def ref(self) -> Instruction:
-        return Instruction(self.text, self.line, self.source)
+        return Instruction(self.statement, self.line, self.source)
+
+
+class _OperandError(Exception):
+    """An instruction whose operands do not have the form its opcode needs (turned into ParseError)."""
 
 
 @dataclass
 class PtxFunction:
     name: str
     line: int
+    is_entry: bool
     instructions: list[PtxInstruction] = field(default_factory=list)
     # (scope, label) -> index of the instruction that follows the label
     labels: dict[tuple[int, str], int] = field(default_factory=dict)
+    # (scope, label) -> the labels of a `.branchtargets` jump table
+    tables: dict[tuple[int, str], list[str]] = field(default_factory=dict)
     scope_parents: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
 class PtxModule:
-    functions: list[PtxFunction]
+    functions: list[PtxFunction]  # functions with a body, in file order
     shared_symbols: set[str]
+    declared: set[str] = field(default_factory=set)  # functions declared without a body (.extern)
+    filename: str = "<ptx>"
+
+    @property
+    def kernels(self) -> list[PtxFunction]:
+        """The roots of the analysis: every .entry, or every function when there is none."""
+        entries = [f for f in self.functions if f.is_entry]
+        return entries or list(self.functions)
 
 
-_HEADER = re.compile(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.(entry|func)\b(?:\s*\([^)]*\))?\s*([\w$.]+)")
-_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
-_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)")
-_SHARED_DECL = re.compile(r"\.shared\b[^;]*?([\w$]+)\s*(?:\[[^\]]*\])?\s*;")
-_LABEL = re.compile(r"^([\w$]+):")
-_PRED = re.compile(r"^@(!?%?[\w$]+)\s+")
+_FILE = re.compile(r'^\.file\s+(\d+)\s+"([^"]*)"')
+_LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)(?:\s+(\d+))?")
+_SHARED_DECL = re.compile(r"\.shared\b.*?([A-Za-z_$][\w$]*)\s*(?:\[[^\]]*\])*\s*(?:=.*)?$")
+_LABEL = re.compile(r"([A-Za-z_$][\w$.]*):(?!:)")
+_PRED = re.compile(r"@!?%?[\w$]+\s+")
+# one whole instruction: [@pred] opcode [operands]; with nothing after the ';'
+_SIMPLE = re.compile(r"(?:@(!?%?[\w$]+)\s+)?([a-z][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z0-9_:]+)*)(?:\s+([^;\"]*?))?\s*;$")
+_MEMORY_OPERAND = re.compile(r"([^+\-]+)(?:([+\-])(-?\w+))?")
+_NAME = re.compile(r"[A-Za-z_$][\w$.]*")
+_OPCODE = re.compile(r"[a-z][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z0-9_:]+)*$")
+_HEADER = re.compile(r"\.(entry|func)\b\s*(?:\([^)]*\)\s*)?([A-Za-z_$][\w$.]*)")
+_NEWLINE_DIRECTIVES = (".version", ".target", ".address_size", ".file", ".loc")
+# directives that may appear inside a function body (they end with ';')
+_BODY_DIRECTIVES = {".reg", ".local", ".shared", ".param", ".pragma", ".const", ".global", ".branchtargets",
+                    ".calltargets", ".callprototype", ".align"}
+_CONTINUED_DIRECTIVES = (".branchtargets", ".calltargets", ".callprototype")
 
 
-def _strip_comment(line: str) -> str:
-    index = line.find("//")
-    return line if index < 0 else line[:index]
+def _strip_comment(line: str, in_block: bool) -> tuple[str, bool]:
+    """Remove // and /* */ comments; returns (text, still inside a block comment)."""
+    if in_block:
+        end = line.find("*/")
+        if end < 0:
+            return "", True
+        line = line[end + 2:]
+    if "/" not in line:
+        return line, False
+    out = []
+    i = 0
+    while True:
+        slash = line.find("//", i)
+        block = line.find("/*", i)
+        quote = line.find('"', i)
+        first = min((p for p in (slash, block, quote) if p >= 0), default=-1)
+        if first < 0:
+            out.append(line[i:])
+            return "".join(out), False
+        out.append(line[i:first])
+        if first == quote:
+            close = line.find('"', quote + 1)
+            close = len(line) - 1 if close < 0 else close
+            out.append(line[quote:close + 1])
+            i = close + 1
+        elif first == slash:
+            return "".join(out), False
+        else:
+            end = line.find("*/", block + 2)
+            if end < 0:
+                return "".join(out), True
+            out.append(" ")
+            i = end + 2
 
 
 def split_operands(text: str) -> list[str]:
     """Split an operand list at top-level commas (not inside [], {} or ())."""
     if "[" not in text and "{" not in text and "(" not in text:
         return [part.strip() for part in text.split(",") if part.strip()]
-    operands, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            operands.append(text[start:i].strip())
-            start = i + 1
+    operands, start, at = [], 0, 0
+    while True:
+        found = _DELIMITER.search(text, at)
+        if found is None:
+            break
+        if found.group() == ",":
+            operands.append(text[start:found.start()].strip())
+            start = at = found.end()
+            continue
+        close = text.find(_CLOSER[found.group()], found.end())  # PTX does not nest a bracket in itself
+        if close < 0:
+            break
+        at = close + 1
     last = text[start:].strip()
     if last:
         operands.append(last)
-    return operands
+    return [o for o in operands if o]
 
 
-def parse_ptx(text: str, filename: str = "<ptx>") -> PtxModule:
-    lines = text.splitlines()
-    files = {m.group(1): m.group(2) for m in map(_FILE.match, lines) if m}
-    shared_symbols: set[str] = set()
-    functions: list[PtxFunction] = []
-    current: PtxFunction | None = None
-    pending_header: PtxFunction | None = None
-    depth = 0  # brace depth inside the current function body
-    scopes: list[int] = []
-    next_scope = 0
-    source: str | None = None
-    for number, raw in enumerate(lines, start=1):
-        line = _strip_comment(raw).strip()
-        if not line:
-            continue
-        if current is None:
-            if pending_header is None:
-                header = _HEADER.match(line)
-                if header:
-                    pending_header = PtxFunction(header.group(2), number)
-                    line = line[header.end():]
-                elif line.startswith((".extern", ".shared")) and ".shared" in line:
-                    decl = _SHARED_DECL.search(line)
-                    if decl:
-                        shared_symbols.add(decl.group(1))
-                    continue
-                else:
-                    continue
-            if pending_header is not None:
-                if ";" in line and "{" not in line and line.rstrip().endswith(";") and ")" in line:
-                    pending_header = None  # a declaration without a body
-                    continue
-                if "{" not in line:
-                    continue
-                current, pending_header = pending_header, None
-                depth, scopes, next_scope, source = 1, [0], 1, None
-                line = line[line.index("{") + 1:].strip()
-                if not line:
-                    continue
-        # inside a function body
-        while line:
-            if line.startswith("{"):
+_DELIMITER = re.compile(r"[\[{(,]")
+_CLOSER = {"[": "]", "{": "}", "(": ")"}
+
+
+def _depth(text: str) -> int:
+    return text.count("(") + text.count("[") + text.count("{") - text.count(")") - text.count("]") - text.count("}")
+
+
+class _Parser:
+    def __init__(self, text: str, filename: str):
+        self.filename = filename
+        self.lines = text.splitlines()
+        self.files: dict[str, str] = {}
+        self.shared_symbols: set[str] = set()
+        self.declared: set[str] = set()
+        self.functions: list[PtxFunction] = []
+        self.saw_version = False
+        self.sources: dict[tuple[str, str], str | None] = {}  # (.file number, line) -> "file:line"
+
+    def error(self, line: int, reason: str) -> ParseError:
+        return ParseError(self.filename, line, reason)
+
+    # -- module level -------------------------------------------------------------------------
+
+    def parse(self) -> PtxModule:
+        for raw in self.lines:  # .file directives usually follow the code that uses them
+            match = _FILE.match(raw.strip())
+            if match:
+                self.files[match.group(1)] = match.group(2)
+        self.position = 0
+        self.in_comment = False
+        while True:
+            item = self._next_line()
+            if item is None:
+                break
+            number, line = item
+            if line.startswith(".section"):
+                self._skip_section(number, line)
+            elif line.startswith(_NEWLINE_DIRECTIVES):
+                self.saw_version |= line.startswith(".version")
+            elif line.startswith("."):
+                self._module_statement(number, line)
+            else:
+                raise self.error(number, f"unexpected text outside a function: {line[:80]!r}")
+        if not self.functions and not self.saw_version:
+            raise self.error(1, "not PTX: no .version directive and no function")
+        for function in self.functions:
+            self._check_branches(function)
+        return PtxModule(self.functions, self.shared_symbols, self.declared, self.filename)
+
+    def _next_line(self) -> tuple[int, str] | None:
+        while self.position < len(self.lines):
+            raw = self.lines[self.position]
+            self.position += 1
+            line, self.in_comment = _strip_comment(raw, self.in_comment)
+            line = line.strip()
+            if line:
+                return self.position, line
+        return None
+
+    def _skip_section(self, number: int, line: str) -> None:
+        """`.section .debug_xxx { ... }`: DWARF data, not code."""
+        rest = line[len(".section"):]
+        depth = rest.count("{") - rest.count("}")
+        if "{" not in rest:
+            item = self._next_line()
+            if item is None:
+                return
+            if not item[1].startswith("{"):
+                self.position -= 1  # a section without a body
+                return
+            depth = item[1].count("{") - item[1].count("}")
+        lines = self.lines
+        while depth > 0:  # DWARF lines: `.b8 17 // DW_TAG_compile_unit`; braces only open and close it
+            if self.position >= len(lines):
+                raise self.error(number, "unterminated .section")
+            raw = lines[self.position]
+            self.position += 1
+            if "{" in raw or "}" in raw:
+                code = raw.split("//", 1)[0]
+                depth += code.count("{") - code.count("}")
+
+    def _module_statement(self, number: int, line: str) -> None:
+        """A declaration (ends with ';') or a function header (ends with '{' or, declared only, ';')."""
+        header = re.search(r"\.(entry|func)\b", line)
+        text = line
+        if header:
+            while True:  # the header ends at '{' or ';' outside the parameter list
+                end = self._header_end(text) if "{" in text or ";" in text else None
+                if end is not None:
+                    break
+                item = self._next_line()
+                if item is None:
+                    raise self.error(number, "unterminated function header")
+                text += " " + item[1]
+            match = _HEADER.search(text[:end])
+            if not match:
+                raise self.error(number, f"cannot read function header: {text[:80]!r}")
+            name = match.group(2)
+            if text[end] == ";":
+                self.declared.add(name)
+                if text[end + 1:].strip():
+                    raise self.error(number, f"unexpected text after a declaration: {text[end + 1:80]!r}")
+                return
+            function = PtxFunction(name, number, match.group(1) == "entry")
+            self._body(function, number, text[end + 1:])
+            self.functions.append(function)
+            return
+        while True:  # a data declaration: up to ';' outside an initializer
+            end = self._statement_end(text)
+            if end is not None:
+                break
+            item = self._next_line()
+            if item is None:
+                raise self.error(number, f"declaration without ';': {line[:80]!r}")
+            text += " " + item[1]
+        statement = text[:end].strip()
+        if ".shared" in statement.split("=")[0]:
+            decl = _SHARED_DECL.search(statement.split("=")[0].strip())
+            if decl:
+                self.shared_symbols.add(decl.group(1))
+        if text[end + 1:].strip():
+            raise self.error(number, f"unexpected text after a declaration: {text[end + 1:80]!r}")
+
+    @staticmethod
+    def _header_end(text: str) -> int | None:
+        depth = 0
+        for i, ch in enumerate(text):
+            if ch == "(":
                 depth += 1
-                current.scope_parents[next_scope] = scopes[-1]
+            elif ch == ")":
+                depth -= 1
+            elif depth == 0 and ch in "{;":
+                return i
+        return None
+
+    @staticmethod
+    def _statement_end(text: str) -> int | None:
+        depth, in_string = 0, False
+        for i, ch in enumerate(text):
+            if ch == '"':
+                in_string = not in_string
+            elif in_string:
+                continue
+            elif ch in "{([":
+                depth += 1
+            elif ch in "})]":
+                depth -= 1
+            elif ch == ";" and depth <= 0:
+                return i
+        return None
+
+    # -- function bodies -----------------------------------------------------------------------
+
+    def _body(self, function: PtxFunction, header_line: int, rest: str) -> None:
+        scopes = [0]
+        next_scope = 1
+        source: str | None = None
+        column: str | None = None
+        pending_labels: list[tuple[int, str]] = []  # (scope, label) waiting for their instruction
+        instructions = function.instructions
+        lines = self.lines
+        number = header_line
+        line = rest.strip()
+        while True:
+            if not line:
+                if self.in_comment or self.position >= len(lines):
+                    item = self._next_line()
+                    if item is None:
+                        raise self.error(header_line, f"unterminated function body of {function.name}")
+                    number, line = item
+                else:  # the common case, inlined: one line, comments stripped
+                    raw = lines[self.position]
+                    self.position += 1
+                    number = self.position
+                    if "/" in raw:
+                        if '"' in raw or "/*" in raw:
+                            raw, self.in_comment = _strip_comment(raw, False)
+                        else:
+                            raw = raw.split("//", 1)[0]
+                    line = raw.strip()
+                    if not line:
+                        continue
+                # fast paths: a .loc, or a whole instruction on its line
+                first = line[0]
+                if first == "." and line.startswith(".loc"):
+                    source, column = self._loc(line, source, column)
+                    line = ""
+                    continue
+                simple = _SIMPLE.match(line) if first == "@" or "a" <= first <= "z" else None
+                if simple:
+                    for key in pending_labels:
+                        function.labels[key] = len(instructions)
+                    pending_labels = []
+                    predicate, opcode, operands = simple.groups()
+                    instructions.append(PtxInstruction(number, line[:-1], predicate, opcode, operands or "", source,
+                                                       scopes[-1], column))
+                    line = ""
+                    continue
+            ch = line[0]
+            if ch == "{":
+                function.scope_parents[next_scope] = scopes[-1]
                 scopes.append(next_scope)
                 next_scope += 1
-                line = line[1:].strip()
+                line = line[1:].lstrip()
                 continue
-            if line.startswith("}"):
-                depth -= 1
+            if ch == "}":
                 scopes.pop()
-                line = line[1:].strip()
-                if depth == 0:
-                    functions.append(current)
-                    current = None
-                    break
+                line = line[1:].lstrip()
+                if not scopes:
+                    for key in pending_labels:
+                        function.labels[key] = len(instructions)
+                    if line:
+                        raise self.error(number, f"unexpected text after a function body: {line[:80]!r}")
+                    return
                 continue
             label = _LABEL.match(line)
             if label:
-                current.labels[(scopes[-1], label.group(1))] = len(current.instructions)
-                line = line[label.end():].strip()
+                pending_labels.append((scopes[-1], label.group(1)))
+                line = line[label.end():].lstrip()
                 continue
-            end = line.find(";")
-            if end < 0 and line.startswith("."):
-                end = len(line)  # .loc and other directives without ';'
-            if end < 0:
-                raise ParseError(filename, number, f"statement without ';': {line!r}")
-            statement, line = line[:end].strip(), line[end + 1:].strip()
+            if line.startswith(".loc"):
+                source, column = self._loc(line, source, column)
+                line = ""
+                continue
+            # a statement: up to ';', continued over lines only where PTX allows it
+            start = number
+            text = line
+            while True:
+                end = text.find(";")
+                if end >= 0:
+                    break
+                if not (_depth(text) > 0 or text.rstrip().endswith((",", "(")) or
+                        text.startswith(_CONTINUED_DIRECTIVES)):
+                    raise self.error(start, f"statement without ';': {text[:80]!r}")
+                item = self._next_line()
+                if item is None:
+                    raise self.error(start, f"statement without ';': {text[:80]!r}")
+                number = item[0]
+                text += " " + item[1]
+            statement, line = " ".join(text[:end].split()), text[end + 1:].lstrip()
+            if not statement:
+                continue  # an empty statement
+            scope = scopes[-1]
             if statement.startswith("."):
-                loc = _LOC.match(statement)
-                if loc:
-                    path = files.get(loc.group(1))
-                    source = f"{path}:{loc.group(2)}" if path else None
-                elif statement.startswith(".shared"):
-                    decl = _SHARED_DECL.search(statement + ";")
+                directive = statement.split(None, 1)[0]
+                if directive not in _BODY_DIRECTIVES:
+                    raise self.error(start, f"directive not understood in a function body: {statement[:80]!r}")
+                if directive == ".branchtargets":
+                    targets = [t.strip() for t in statement[len(directive):].split(",")]
+                    if not pending_labels or not all(re.fullmatch(r"[A-Za-z_$][\w$.]*", t) for t in targets):
+                        raise self.error(start, f"cannot read jump table: {statement[:80]!r}")
+                    function.tables[pending_labels.pop()] = targets  # the label on the directive names it
+                elif directive in (".calltargets", ".callprototype"):
+                    pending_labels = []  # named by indirect calls, which are refused where they occur
+                elif directive == ".shared":
+                    decl = _SHARED_DECL.search(statement)
                     if decl:
-                        shared_symbols.add(decl.group(1))
+                        self.shared_symbols.add(decl.group(1))
                 continue
-            current.instructions.append(_parse_statement(statement, number, source, scopes[-1]))
-    if current is not None or pending_header is not None:
-        raise ParseError(filename, len(lines), "unterminated function body")
-    if not functions and not any(line.lstrip().startswith(".version") for line in lines):
-        raise ParseError(filename, 1, "not PTX: no .version directive and no function")
-    return PtxModule(functions, shared_symbols)
+            instruction = self._instruction(statement, start, source, scope, column)
+            for key in pending_labels:
+                function.labels[key] = len(instructions)
+            pending_labels = []
+            instructions.append(instruction)
+
+    def _loc(self, line: str, source: str | None, column: str | None) -> tuple[str | None, str | None]:
+        """(Python file:line, column) after a ``.loc file line column`` directive."""
+        loc = _LOC.match(line)
+        if not loc:
+            return source, column
+        key = (loc.group(1), loc.group(2))
+        source = self.sources.get(key, "")
+        if source == "":
+            path = self.files.get(key[0])
+            source = self.sources[key] = f"{path}:{key[1]}" if path and key[1] != "0" else None
+        return source, loc.group(3)
+
+    def _instruction(self, statement: str, line: int, source: str | None, scope: int,
+                     column: str | None = None) -> PtxInstruction:
+        predicate = None
+        body = statement
+        if statement.startswith("@"):
+            pred = _PRED.match(statement)
+            if not pred:
+                raise self.error(line, f"cannot read predicate: {statement[:80]!r}")
+            predicate = statement[1:pred.end()].strip()
+            body = statement[pred.end():]
+        split = body.split(None, 1)
+        opcode = split[0] if split else ""
+        if not _OPCODE.match(opcode):
+            raise self.error(line, f"statement not understood: {statement[:80]!r}")
+        return PtxInstruction(line, statement, predicate, opcode, split[1].strip() if len(split) > 1 else "",
+                              source, scope, column)
+
+    def _check_branches(self, function: PtxFunction) -> None:
+        """Every branch must name a label (or jump table) of the function, every call a known function."""
+        defined = {f.name for f in self.functions} | self.declared
+        for instr in function.instructions:
+            base = instr.base
+            try:
+                if base == "bra":
+                    if _resolve(function.labels, function, instr.scope, instr.operand(0)) is None:
+                        raise self.error(instr.line, f"branch to an unknown label: {instr.statement!r}")
+                elif base == "brx":
+                    table = _resolve(function.tables, function, instr.scope, instr.operand(1))
+                    if table is None:
+                        raise self.error(instr.line, f"brx.idx without a .branchtargets table: {instr.statement!r}")
+                    for target in table:
+                        if _resolve(function.labels, function, instr.scope, target) is None:
+                            raise self.error(instr.line, f"jump table names an unknown label {target!r}")
+                elif base == "call":
+                    callee = _call_target(instr)
+                    if callee is None or callee not in defined:
+                        raise self.error(instr.line, f"call the checker cannot follow: {instr.statement!r}")
+            except _OperandError as error:
+                raise self.error(instr.line, str(error)) from None
 
 
-def _parse_statement(statement: str, line: int, source: str | None, scope: int) -> PtxInstruction:
-    predicate = None
-    body = statement
-    if statement.startswith("@"):
-        pred = _PRED.match(statement)
-        predicate = pred.group(1)
-        body = statement[pred.end():]
-    opcode, _, rest = body.partition(" ")
-    if "\t" in opcode:
-        opcode, _, tail = opcode.partition("\t")
-        rest = tail + " " + rest
-    return PtxInstruction(line, statement, predicate, opcode.strip(), rest.strip(), source, scope)
+def parse_ptx(text: str, filename: str = "<ptx>") -> PtxModule:
+    return _Parser(text, filename).parse()
+
+
+def _resolve(table: dict, function: PtxFunction, scope: int, name: str):
+    """Look a label up in the inline-asm scope and then in its enclosing scopes."""
+    while True:
+        found = table.get((scope, name))
+        if found is not None:
+            return found
+        if scope == 0:
+            return None
+        scope = function.scope_parents[scope]
+
+
+def _call_target(instr: PtxInstruction) -> str | None:
+    """The callee of ``call[.uni] (ret), name, (args)``; None for an indirect call."""
+    for operand in instr.operands:
+        if operand.startswith("("):
+            continue
+        return operand if _NAME.fullmatch(operand) else None
+    return None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -205,33 +534,28 @@ def _parse_statement(statement: str, line: int, source: str | None, scope: int) 
 _TERMINATORS = ("ret", "exit", "trap")
 
 
-def _resolve_label(function: PtxFunction, scope: int, name: str) -> int | None:
-    while True:
-        index = function.labels.get((scope, name))
-        if index is not None:
-            return index
-        if scope == 0:
-            return None
-        scope = function.scope_parents[scope]
-
-
 def build_cfg(function: PtxFunction) -> tuple[list[list[int]], list[list[int]]]:
-    """Return (blocks as lists of instruction indices, successor block numbers per block)."""
+    """Return (blocks as lists of instruction indices, successor block numbers per block).
+
+    A ``call`` ends its block (its successor is the next block): ``kernel_blocks`` splices the callee in.
+    """
     instructions = function.instructions
     count = len(instructions)
     targets: dict[int, list[int]] = {}
     leaders = {0} | set(function.labels.values())
     for i, instr in enumerate(instructions):
-        base = instr.parts[0]
+        base = instr.base
         if base == "bra":
-            target = _resolve_label(function, instr.scope, instr.operands[0]) if instr.operands else None
-            targets[i] = [target] if target is not None else []
+            targets[i] = [_resolve(function.labels, function, instr.scope, instr.operands[0])]
             leaders.add(i + 1)
         elif base == "brx":
-            targets[i] = sorted(set(function.labels.values()))
+            table = _resolve(function.tables, function, instr.scope, instr.operands[1])
+            targets[i] = [_resolve(function.labels, function, instr.scope, t) for t in table]
             leaders.add(i + 1)
         elif base in _TERMINATORS:
             targets[i] = []
+            leaders.add(i + 1)
+        elif base == "call":
             leaders.add(i + 1)
     starts = sorted(x for x in leaders if x < count) or [0]
     block_of = {}
@@ -240,7 +564,6 @@ def build_cfg(function: PtxFunction) -> tuple[list[list[int]], list[list[int]]]:
         end = starts[n + 1] if n + 1 < len(starts) else count
         blocks.append(list(range(start, end)))
         block_of[start] = n
-    block_of[count] = None  # falling off the end
     successors = []
     for n, members in enumerate(blocks):
         succ: list[int] = []
@@ -256,7 +579,7 @@ def build_cfg(function: PtxFunction) -> tuple[list[list[int]], list[list[int]]]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Shared-memory address values (flow-insensitive interval analysis over registers)
+# Abstract values of registers
 
 
 @dataclass(frozen=True)
@@ -267,27 +590,40 @@ class IntRange:
 
 @dataclass(frozen=True)
 class SharedAddress:
+    """A pointer into ``symbol``: its byte offset lies in [lo, hi] (over threads and loop iterations)."""
     symbol: str
     lo: int
     hi: int | None  # None: unbounded above (widened)
 
-    @property
-    def exact(self) -> bool:
-        return self.hi is not None
-
 
 @dataclass(frozen=True)
 class MatrixDescriptor:
-    """A wgmma/tcgen05 shared-memory matrix descriptor; bits 0-13 hold (address >> 4)."""
+    """A value whose low 14 bits hold ``address >> 4``: a wgmma/tcgen05 shared-memory matrix descriptor
+    (or the start of one), however it was computed (``bfe``, ``shr`` + ``and``, ``or`` of layout bits)."""
     address: SharedAddress
 
 
-UNKNOWN = "unknown"
-_MAX_INT = 1 << 32
+@dataclass(frozen=True)
+class Unknown:
+    """A value the analysis does not follow; ``origin`` says where it comes from."""
+    origin: str
+
+
+_LIMIT = 1 << 64
 _SPECIAL_REGISTERS = {"%tid": IntRange(0, 1023), "%laneid": IntRange(0, 31), "%ntid": IntRange(1, 1024),
-                      "%warpid": IntRange(0, 1023)}
+                      "%warpid": IntRange(0, 1023), "%nwarpid": IntRange(1, 1024)}
+_RUNTIME_REGISTERS = {"%ctaid", "%nctaid", "%clusterid", "%nclusterid", "%cluster_ctaid", "%cluster_nctaid",
+                      "%cluster_ctarank", "%cluster_nctarank", "%smid", "%nsmid", "%gridid", "%clock", "%clock64",
+                      "%globaltimer", "%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size", "%lanemask_eq",
+                      "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge", "%is_explicit_cluster"}
+# instructions whose first operand, when it is a register, is read, not written
 _NO_DEST = {"st", "stmatrix", "red", "bra", "brx", "bar", "barrier", "fence", "membar", "cp", "call", "ret", "exit",
-            "prefetch", "prefetchu", "trap", "wgmma", "tcgen05"}
+            "prefetch", "prefetchu", "trap", "tensormap", "griddepcontrol", "pmevent", "nanosleep", "setmaxnreg"}
+_FLOAT_PARTS = ("f", "bf", "e2", "e3", "e4", "e5", "ue8", "tf32", "rn", "rz", "rm", "rp", "sat", "relu")
+
+
+def _unknown(instr: PtxInstruction) -> Unknown:
+    return Unknown(instr.statement if len(instr.statement) <= 100 else instr.statement[:97] + "...")
 
 
 def _join(a, b):
@@ -302,242 +638,580 @@ def _join(a, b):
         return SharedAddress(a.symbol, min(a.lo, b.lo), hi)
     if isinstance(a, MatrixDescriptor) and isinstance(b, MatrixDescriptor):
         joined = _join(a.address, b.address)
-        return MatrixDescriptor(joined) if isinstance(joined, SharedAddress) else UNKNOWN
-    return UNKNOWN
+        return MatrixDescriptor(joined) if isinstance(joined, SharedAddress) else joined
+    if isinstance(a, Unknown):
+        return a
+    if isinstance(b, Unknown):
+        return b
+    return Unknown(f"values of different kinds meet ({_describe(a)} and {_describe(b)})")
 
 
-def _widen(value):
+def _describe(value) -> str:
+    if isinstance(value, IntRange):
+        return "an integer"
     if isinstance(value, SharedAddress):
-        return SharedAddress(value.symbol, 0, None)
+        return f"an address in {value.symbol}"
     if isinstance(value, MatrixDescriptor):
-        return MatrixDescriptor(SharedAddress(value.address.symbol, 0, None))
-    return UNKNOWN
+        return "a matrix descriptor"
+    return "an unknown value"
 
 
-def _bounded(lo: int, hi: int):
-    return IntRange(lo, hi) if 0 <= lo <= hi < _MAX_INT or (-_MAX_INT < lo <= hi < 0) else UNKNOWN
+def _widen(old, new):
+    """Widening: a bound that keeps moving goes to its limit."""
+    if isinstance(new, IntRange) and isinstance(old, IntRange):
+        return IntRange(-_LIMIT if new.lo < old.lo else new.lo, _LIMIT if new.hi > old.hi else new.hi)
+    if isinstance(new, SharedAddress):
+        return SharedAddress(new.symbol, min(new.lo, 0), None)
+    if isinstance(new, MatrixDescriptor):
+        return MatrixDescriptor(SharedAddress(new.address.symbol, min(new.address.lo, 0), None))
+    return new
 
 
-def _shift_address(addr: SharedAddress, lo: int, hi: int):
-    if addr.lo + lo < 0:
-        return UNKNOWN
+def _range(lo: int, hi: int):
+    return IntRange(lo, hi) if -_LIMIT <= lo <= hi <= _LIMIT else Unknown("an integer out of range")
+
+
+def _shift_address(addr: SharedAddress, lo: int, hi: int) -> SharedAddress:
     return SharedAddress(addr.symbol, addr.lo + lo, None if addr.hi is None else addr.hi + hi)
 
 
 def _add(a, b):
-    if isinstance(a, IntRange) and isinstance(b, SharedAddress):
+    if isinstance(a, IntRange) and not isinstance(b, IntRange):
         a, b = b, a
-    if isinstance(a, SharedAddress) and isinstance(b, IntRange):
+    if isinstance(a, Unknown):
+        return a
+    if not isinstance(b, IntRange):
+        return b if isinstance(b, Unknown) else Unknown("a sum of two addresses")
+    if isinstance(a, IntRange):
+        return _range(a.lo + b.lo, a.hi + b.hi)
+    if isinstance(a, SharedAddress):
         return _shift_address(a, b.lo, b.hi)
-    if isinstance(a, IntRange) and isinstance(b, MatrixDescriptor):
-        a, b = b, a
-    if isinstance(a, MatrixDescriptor) and isinstance(b, IntRange) and b.lo == b.hi:
-        shifted = _shift_address(a.address, (b.lo & 0x3FFF) << 4, (b.lo & 0x3FFF) << 4)
-        return MatrixDescriptor(shifted) if isinstance(shifted, SharedAddress) else UNKNOWN
-    if isinstance(a, IntRange) and isinstance(b, IntRange):
-        return _bounded(a.lo + b.lo, a.hi + b.hi)
-    return UNKNOWN
+    # a matrix descriptor: the low 14 bits step through the operand in units of 16 bytes
+    if b.lo == b.hi:
+        units = b.lo & 0x3FFF
+        return MatrixDescriptor(_shift_address(a.address, units << 4, units << 4))
+    if 0 <= b.lo and b.hi < 0x4000:
+        return MatrixDescriptor(_shift_address(a.address, b.lo << 4, b.hi << 4))
+    return Unknown("a matrix descriptor plus a wide range")
 
 
 def _bits_cover(value: IntRange) -> int:
     return (1 << max(value.hi, 0).bit_length()) - 1
 
 
-def _evaluate(instr: PtxInstruction, operand_value) -> object:
+_COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne", "lo", "ls", "hi", "hs"}
+_SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne", "lo": "hi", "ls": "hs",
+            "hi": "lo", "hs": "ls"}
+_NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq", "lo": "hs", "ls": "hi",
+            "hi": "ls", "hs": "lo"}
+
+
+def _refine(value, comparison: str, bound: int):
+    """``value`` restricted to the values v with ``v <comparison> bound``."""
+    if not isinstance(value, IntRange):
+        return value
+    lo, hi = value.lo, value.hi
+    if comparison in ("lt", "lo"):
+        hi = min(hi, bound - 1)
+    elif comparison in ("le", "ls"):
+        hi = min(hi, bound)
+    elif comparison in ("gt", "hi"):
+        lo = max(lo, bound + 1)
+    elif comparison in ("ge", "hs"):
+        lo = max(lo, bound)
+    elif comparison == "eq":
+        lo, hi = max(lo, bound), min(hi, bound)
+    elif comparison == "ne":
+        if bound == hi:
+            hi -= 1
+        if bound == lo:
+            lo += 1
+    return IntRange(lo, hi) if lo <= hi else None  # None: this side of the select never happens
+
+
+def _evaluate(instr: PtxInstruction, ops: list, refined) -> object:
+    """The value an instruction computes from its source values (``ops``, operands 1..n)."""
     parts = instr.parts
-    base = parts[0]
-    ops = [operand_value(o) for o in instr.operands[1:]]
-    if None in ops:
-        return None  # an operand not computed yet (bottom)
-    if base in ("mov", "shfl", "mapa", "cvta") or (base == "cvt" and not any(
-            p.startswith(("f", "bf", "rn", "rz", "rm", "rp", "e4", "e5", "sat")) for p in parts[1:])):
-        return ops[0] if ops else UNKNOWN
+    base = instr.base
+    if base in ("mov", "cvta", "shfl", "mapa") or (base == "cvt" and not any(p.startswith(_FLOAT_PARTS)
+                                                                             for p in parts[1:])):
+        return ops[0] if ops else _unknown(instr)  # shfl: the value of another lane, same range
+    if base == "selp" and len(ops) >= 2:
+        first, second = refined or (ops[0], ops[1])
+        if first is None:
+            return second
+        if second is None:
+            return first
+        return _join(first, second)
     if len(ops) < 2:
-        return UNKNOWN
+        return _unknown(instr)
     a, b = ops[0], ops[1]
     if base == "add":
         return _add(a, b)
     if base == "sub":
         if isinstance(b, IntRange):
             return _add(a, IntRange(-b.hi, -b.lo))
-        return UNKNOWN
+        if isinstance(a, SharedAddress) and isinstance(b, SharedAddress) and a.symbol == b.symbol and \
+                a.hi is not None and b.hi is not None:
+            return IntRange(a.lo - b.hi, a.hi - b.lo)
+        return _first_unknown(a, b) or _unknown(instr)
     if base in ("or", "xor"):
-        if isinstance(a, IntRange) and isinstance(b, IntRange) and a.lo >= 0 and b.lo >= 0:
-            return IntRange(0, max(_bits_cover(a), _bits_cover(b)))
-        if isinstance(b, SharedAddress) or isinstance(b, MatrixDescriptor):
+        if isinstance(a, IntRange) and isinstance(b, IntRange):
+            if a.lo == a.hi and b.lo == b.hi:
+                return IntRange(a.lo | b.lo, a.lo | b.lo) if base == "or" else IntRange(a.lo ^ b.lo, a.lo ^ b.lo)
+            if a.lo >= 0 and b.lo >= 0:
+                return IntRange(0, max(_bits_cover(a), _bits_cover(b)))
+            return _unknown(instr)
+        if isinstance(b, (SharedAddress, MatrixDescriptor)):
             a, b = b, a
         if isinstance(a, MatrixDescriptor) and base == "or" and isinstance(b, IntRange):
-            return a  # or-ing layout/stride fields above bit 13
+            if b.lo == b.hi and b.lo & 0x3FFF == 0:
+                return a  # layout, stride and swizzle fields above bit 13
+            return _unknown(instr)
         if isinstance(a, SharedAddress) and isinstance(b, IntRange) and b.lo >= 0:
             low = 0 if base == "or" else -b.hi  # a|b is in [a, a+b]; a^b in [a-b, a+b]
-            return _shift_address(a, low, b.hi) if a.lo + low >= 0 else SharedAddress(a.symbol, 0, a.hi and a.hi + b.hi)
-        return UNKNOWN
+            return _shift_address(a, low, b.hi)
+        return _first_unknown(a, b) or _unknown(instr)
     if base == "and":
-        for x, m in ((a, b), (b, a)):
-            if isinstance(m, IntRange) and m.lo == m.hi and m.lo >= 0:
-                high = min(m.lo, x.hi) if isinstance(x, IntRange) and x.lo >= 0 else m.lo
-                return IntRange(0, high)
-        return UNKNOWN
-    if base in ("shl", "shr") and isinstance(a, IntRange) and isinstance(b, IntRange) and b.lo == b.hi and a.lo >= 0:
-        return _bounded(a.lo << b.lo, a.hi << b.lo) if base == "shl" else IntRange(a.lo >> b.lo, a.hi >> b.lo)
-    if base == "mul" and isinstance(a, IntRange) and isinstance(b, IntRange) and a.lo >= 0 and b.lo >= 0:
-        return _bounded(a.lo * b.lo, a.hi * b.hi)
-    if base == "mad" and len(ops) >= 3 and "lo" in parts:
-        if isinstance(a, IntRange) and isinstance(b, IntRange) and a.lo >= 0 and b.lo >= 0:
-            product = _bounded(a.lo * b.lo, a.hi * b.hi)
-            return _add(product, ops[2]) if isinstance(product, IntRange) else UNKNOWN
-        return UNKNOWN
-    if base == "bfe" and len(ops) >= 3 and isinstance(b, IntRange) and isinstance(ops[2], IntRange):
+        return _and(a, b, instr)
+    if base == "shl" and isinstance(b, IntRange) and b.lo == b.hi and 0 <= b.lo < 64:
+        if isinstance(a, IntRange):
+            return _range(a.lo << b.lo, a.hi << b.lo) if a.lo >= 0 else _range(a.lo * (1 << b.lo),
+                                                                               a.hi * (1 << b.lo))
+        return _first_unknown(a) or _unknown(instr)
+    if base == "shr" and isinstance(b, IntRange) and b.lo == b.hi and 0 <= b.lo < 64:
         if isinstance(a, SharedAddress) and b.lo == 4:
+            return MatrixDescriptor(a)  # (address >> 4): the start-address field of a matrix descriptor
+        if isinstance(a, IntRange) and (a.lo >= 0 or "s32" in parts or "s64" in parts):
+            return IntRange(a.lo >> b.lo, a.hi >> b.lo)
+        return _first_unknown(a) or _unknown(instr)
+    if base == "mul" and "hi" not in parts and isinstance(a, IntRange) and isinstance(b, IntRange):
+        products = (a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)
+        return _range(min(products), max(products))
+    if base == "mad" and len(ops) >= 3 and "hi" not in parts:
+        if isinstance(a, IntRange) and isinstance(b, IntRange):
+            products = (a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)
+            product = _range(min(products), max(products))
+            return _add(ops[2], product) if isinstance(product, IntRange) else product
+        return _first_unknown(a, b) or _unknown(instr)
+    if base in ("rem", "div") and isinstance(a, IntRange) and isinstance(b, IntRange) and b.lo == b.hi and b.lo > 0:
+        if base == "rem":
+            return IntRange(0, min(b.lo - 1, a.hi)) if a.lo >= 0 else IntRange(-(b.lo - 1), b.lo - 1)
+        return IntRange(a.lo // b.lo, a.hi // b.lo) if a.lo >= 0 else _unknown(instr)
+    if base == "bfe" and len(ops) >= 3 and isinstance(b, IntRange) and isinstance(ops[2], IntRange):
+        if isinstance(a, SharedAddress) and b.lo == b.hi == 4:
             return MatrixDescriptor(a)
-        return IntRange(0, (1 << ops[2].hi) - 1) if ops[2].hi < 32 else UNKNOWN
-    if base in ("selp", "min", "max"):
-        return _join(a, b)
-    return UNKNOWN
+        if "u32" in parts or "u64" in parts:
+            return IntRange(0, (1 << ops[2].hi) - 1) if 0 <= ops[2].hi < 64 else _unknown(instr)
+        return _unknown(instr)
+    if base in ("min", "max") and isinstance(a, IntRange) and isinstance(b, IntRange):
+        pick = min if base == "min" else max
+        return IntRange(pick(a.lo, b.lo), pick(a.hi, b.hi))
+    return _first_unknown(a, b) or _unknown(instr)
+
+
+def _and(a, b, instr: PtxInstruction):
+    """``a & mask``: a mask of the address field keeps a descriptor, an alignment mask (all bits but the
+    low k) keeps an address (moved down by less than 2^k), a small mask gives a bounded integer."""
+    x, m = (a, b) if isinstance(b, IntRange) and b.lo == b.hi else (b, a)
+    if not (isinstance(m, IntRange) and m.lo == m.hi):
+        return _first_unknown(a, b) or _unknown(instr)
+    mask = m.lo
+    width = 64 if "b64" in instr.parts else 32
+    low = ~mask & ((1 << width) - 1)  # the bits the mask clears
+    alignment = low if low < (1 << 16) and low & (low + 1) == 0 else None  # mask = ...11110000
+    if isinstance(x, MatrixDescriptor):
+        return x if mask & 0x3FFF == 0x3FFF else _unknown(instr)
+    if isinstance(x, SharedAddress):
+        return _shift_address(x, -alignment, 0) if alignment is not None else _unknown(instr)
+    if isinstance(x, IntRange):
+        if x.lo == x.hi:
+            return IntRange(x.lo & mask, x.lo & mask)
+        if x.lo >= 0 and alignment is not None:
+            return IntRange(max(x.lo - alignment, 0), x.hi)
+        if 0 <= mask < (1 << width):
+            return IntRange(0, min(mask, x.hi) if x.lo >= 0 else mask)
+        return _unknown(instr)
+    if 0 <= mask < (1 << 32):
+        return IntRange(0, mask)  # whatever x is, the result is a small integer
+    return x
+
+
+def _packed(ops: list):
+    """``mov.b64 %rd, {%lo, %hi}``: a descriptor whose low word holds the address field."""
+    low = ops[0] if ops else None
+    return low if isinstance(low, MatrixDescriptor) else Unknown("a packed value")
+
+
+def _first_unknown(*values):
+    for value in values:
+        if isinstance(value, Unknown):
+            return value
+    return None
 
 
 def _destinations(instr: PtxInstruction) -> list[str]:
-    if not instr.operand_text or instr.parts[0] in _NO_DEST:
+    text = instr.operand_text
+    if not text or instr.base in _NO_DEST:
         return []
-    first = instr.first_operand
-    if first.startswith("{"):
-        return [r.strip() for r in first.strip("{}").split(",") if r.strip().startswith("%")]
-    if first.startswith("%"):
-        return [r for r in first.split("|") if r.startswith("%")]
+    first = text[0]
+    if first == "%":
+        if instr.base == "tcgen05" and instr.parts[1] != "ld":
+            return []
+        dest = text.partition(",")[0].rstrip()
+        return [r for r in dest.split("|") if r.startswith("%")] if "|" in dest else [dest]
+    if first == "{" and not (instr.base == "tcgen05" and instr.parts[1] != "ld"):
+        close = text.find("}")
+        return [r.strip() for r in text[1:close].split(",") if r.strip().startswith("%")]
     return []
 
 
 _REGISTER = re.compile(r"%[A-Za-z_$][\w$]*")
-# Instructions whose operands may hold shared-memory addresses or matrix descriptors.
-_ADDRESS_USERS = {"st", "ld", "atom", "red", "stmatrix", "ldmatrix", "cp", "wgmma", "tcgen05", "clusterlaunchcontrol"}
 
 
 def _address_operands(instr: PtxInstruction) -> list[str]:
-    """The operands the classifier resolves: memory operands, bulk sizes and matrix descriptors."""
+    """The operands the classifier resolves: shared-memory operands, bulk sizes, matrix descriptors and
+    the barriers of TMA loads and ``expect_tx`` (global addresses are left alone)."""
     parts = instr.parts
-    base = parts[0]
-    if base not in _ADDRESS_USERS:
-        return []
-    if base in ("st", "ld", "atom", "red") and not any(p.startswith("shared") for p in parts[1:]):
-        return []
+    base = instr.base
+    if base in ("st", "ld", "atom", "red"):
+        if not any(p.startswith("shared") for p in parts[1:]) and not (base == "st" and "async" in parts):
+            return []
+        return [o for o in instr.operands if o.startswith("[")]
     if base == "wgmma" or (base == "tcgen05" and len(parts) > 1 and parts[1] in ("mma", "cp")):
         return [o for o in instr.operands[1:3] if not o.startswith(("{", "["))]
+    if base in ("stmatrix", "ldmatrix"):
+        return [o for o in instr.operands if o.startswith("[")]
+    if base == "cp":
+        if "bulk" not in parts:
+            return instr.operands[:1]  # cp.async.ca/cg [shared], [global], size
+        spaces = [p for p in parts if p in _STATE_SPACES]
+        if len(spaces) < 2:
+            return []
+        operands = instr.operands
+        chosen = [operands[i] for i, space in ((0, spaces[0]), (1, spaces[1]))
+                  if i < len(operands) and space.startswith("shared") and "{" not in operands[i]]
+        if "tensor" not in parts:
+            chosen += operands[2:3]
+        return chosen + [o for o in operands[2:] if o.startswith("[")]
+    if base == "mbarrier":
+        return [o for o in instr.operands if o.startswith("[")][:1] if "expect_tx" in parts else []
+    if base == "tensormap":
+        return instr.operands[1:2] if "cp_fenceproxy" in parts else []
     if base == "tcgen05":
-        return []
-    memory = [o for o in instr.operands if o.startswith("[") and "{" not in o]
-    if base == "cp" and "bulk" in parts and "tensor" not in parts:
-        memory += instr.operands[2:3]
-    return memory
+        return instr.operands[:1] if parts[1:2] == ["alloc"] else []
+    if base == "clusterlaunchcontrol":
+        return instr.operands[:1]
+    return []
 
 
 class AddressAnalysis:
     """Values of the registers that shared-memory operands depend on.
 
-    Flow-insensitive: a register's value is the join over all its definitions (NVPTX code is nearly
-    SSA; loop-carried registers are redefined by copies), computed to a fixed point with widening. Only
-    the backward slice of the address operands is evaluated.
+    NVPTX code is nearly SSA: a register with several definitions is a loop-carried value lowered to
+    copies. A use that follows a definition of its register in the same basic block sees that definition;
+    any other use sees the join of all the register's definitions. Values are computed to a fixed point
+    (with widening) over the backward slice of the address operands only. ``selp`` whose predicate compares
+    one of its inputs with a constant (``setp.gt %p, %x, 2; selp %y, 0, %x, %p``: a stage counter that wraps)
+    restricts that input to the side of the comparison it is chosen on.
     """
 
-    _WIDEN_AFTER = 4
+    _WIDEN_AFTER = 6
 
-    def __init__(self, function: PtxFunction, shared_symbols: set[str]):
+    def __init__(self, function: PtxFunction, shared_symbols: set[str], blocks: list[list[int]] | None = None,
+                 roots: list[tuple[int, str]] | None = None):
+        """``roots``: the (instruction index, operand) pairs to resolve; by default every address operand."""
+        self.function = function
         self.shared_symbols = shared_symbols
-        self.values: dict[str, object] = {}
-        definitions: dict[str, list[PtxInstruction]] = {}
-        for instr in function.instructions:
-            for dest in _destinations(instr):
-                definitions.setdefault(dest, []).append(instr)
-        # backward slice from the address operands
-        needed: set[str] = set()
-        stack = [r for instr in function.instructions for o in _address_operands(instr) for r in _REGISTER.findall(o)]
-        users: dict[str, list[PtxInstruction]] = {}
-        sliced: dict[int, tuple[PtxInstruction, list[str]]] = {}
-        while stack:
-            register = stack.pop()
-            if register in needed:
+        instructions = function.instructions
+        if blocks is None:
+            blocks, _ = build_cfg(function)
+        self.block_of: list[int] = []  # blocks are consecutive runs of instructions
+        for n, members in enumerate(blocks):
+            self.block_of.extend([n] * len(members))
+        self.defs: dict[str, list[int]] = {}  # register -> indices of its definitions, ascending
+        self.dests: dict[int, list[str]] = {}
+        defs, dest_of = self.defs, self.dests
+        for index, instr in enumerate(instructions):
+            text = instr.operand_text
+            if not text or instr.base in _NO_DEST:
                 continue
-            needed.add(register)
-            for instr in definitions.get(register, ()):
-                if id(instr) in sliced:
-                    continue
-                dests = _destinations(instr)
-                sources = [r for o in instr.operands[1:] for r in _REGISTER.findall(o)]
-                sliced[id(instr)] = (instr, dests)
-                for source in sources:
-                    users.setdefault(source, []).append(instr)
-                    stack.append(source)
-        changes: dict[str, int] = {}
-        for register in needed - definitions.keys():
-            self.values[register] = UNKNOWN
-        self._fixed = False
-        worklist = list(reversed(sliced.values()))  # pop() visits definitions in program order
-        while worklist:
-            instr, dests = worklist.pop()
-            value = _evaluate(instr, self.value) if len(dests) == 1 else UNKNOWN
-            for dest in dests:
-                old = self.values.get(dest)
-                new = _join(old, value)
-                if new == old:
-                    continue
-                changes[dest] = changes.get(dest, 0) + 1
-                if changes[dest] > self._WIDEN_AFTER:
-                    new = _widen(new)
-                if new != old:
-                    self.values[dest] = new
-                    worklist.extend(sliced[id(user)] for user in users.get(dest, ()))
-        self._fixed = True
+            if text[0] == "%" and instr.base != "tcgen05" and "|" not in text:  # the common case, inlined
+                dest = text.partition(",")[0].rstrip()
+                dest_of[index] = [dest]
+                found = defs.get(dest)
+                if found is None:
+                    defs[dest] = [index]
+                else:
+                    found.append(index)
+                continue
+            dests = _destinations(instr)
+            if dests:
+                dest_of[index] = dests
+                for dest in dests:
+                    defs.setdefault(dest, []).append(index)
+        self.values: dict[tuple, object] = {}  # (index, register) or ("all", register) -> value
+        self._source_cache: dict[tuple, tuple] = {}
+        if roots is None:
+            roots = [(index, operand) for index, instr in enumerate(instructions)
+                     for operand in _address_operands(instr)]
+        self._solve(roots)
 
-    def value(self, operand: str):
-        known = self.values.get(operand)
-        if known is not None:
-            return known
+    # -- sources of a use ------------------------------------------------------------------------
+
+    def _sources(self, index: int, register: str) -> tuple:
+        """The definitions a use of ``register`` at instruction ``index`` may see."""
+        cached = self._source_cache.get((index, register))
+        if cached is not None:
+            return cached
+        defs = self.defs.get(register)
+        keys = []
+        if defs:
+            position = bisect.bisect_left(defs, index) - 1
+            block = self.block_of[index]
+            while position >= 0 and self.block_of[defs[position]] == block:
+                definition = defs[position]
+                keys.append((definition, register))
+                if self.function.instructions[definition].predicate is None:
+                    break
+                position -= 1  # a predicated definition may not happen: the one before it may reach
+            else:
+                keys.append(("all", register))
+        result = tuple(keys)
+        self._source_cache[(index, register)] = result
+        return result
+
+    def _input(self, index: int, operand: str):
+        """How instruction ``index`` reads ``operand``: ("keys", definitions) or ("value", constant value)."""
         operand = operand.strip()
         if operand.startswith("%"):
             special = _SPECIAL_REGISTERS.get(operand.split(".")[0])
             if special is not None:
-                return special
-            value = self.values.get(operand)
-            return UNKNOWN if value is None and self._fixed else value
+                return "value", special
+            keys = self._sources(index, operand)
+            if keys:
+                return "keys", keys
+            if "." in operand or operand.split(".")[0] in _RUNTIME_REGISTERS:
+                return "value", Unknown(f"the special register {operand}, a run-time value")
+            return "value", Unknown(f"{operand}, which is never defined")
+        if operand.startswith("{"):  # mov.b64 %rd, {%lo, %hi}: the low word decides
+            inner = split_operands(operand[1:-1])
+            kind, payload = self._input(index, inner[0]) if inner else ("value", Unknown("an empty vector"))
+            return ("packed", payload) if kind == "keys" else ("value", _packed([payload]))
         if operand in self.shared_symbols:
-            return SharedAddress(operand, 0, 0)
-        try:
-            number = int(operand, 0)
-        except ValueError:
-            return UNKNOWN
-        return IntRange(number, number)
+            return "value", SharedAddress(operand, 0, 0)
+        number = _constant(operand)
+        if number is not None:
+            return "value", IntRange(number, number)
+        return "value", Unknown(f"the operand {operand[:40]}")
 
-    def address(self, operand: str):
-        """The value of a ``[base+offset]`` memory operand."""
-        inner = operand.strip()[1:-1].replace(" ", "")
-        match = re.fullmatch(r"([^+\-]+)(?:([+\-])(-?\w+))?", inner)
+    def _read(self, read):
+        kind, payload = read
+        if kind == "value":
+            return payload
+        value = None
+        for key in payload:
+            found = self.values.get(key)
+            if found is None:
+                return None
+            value = _join(value, found)
+        return _packed([value]) if kind == "packed" else value
+
+    def _solve(self, roots: list[tuple[int, str]]) -> None:
+        instructions = self.function.instructions
+        dependents: dict[tuple, list] = {}
+        inputs: dict[int, list] = {}  # instruction index -> how it reads operands 1..n
+        stack = [key for index, operand in roots for register in _REGISTER.findall(operand)
+                 if register.split(".")[0] not in _SPECIAL_REGISTERS for key in self._sources(index, register)]
+        nodes: set[tuple] = set()
+        while stack:
+            key = stack.pop()
+            if key in nodes:
+                continue
+            nodes.add(key)
+            if key[0] == "all":
+                for definition in self.defs[key[1]]:
+                    source = (definition, key[1])
+                    dependents.setdefault(source, []).append(key)
+                    stack.append(source)
+                continue
+            index = key[0]
+            if index not in inputs:
+                reads = [self._input(index, o) for o in instructions[index].operands[1:]]
+                inputs[index] = reads
+            for kind, payload in inputs[index]:
+                if kind != "value":
+                    for source in payload:
+                        dependents.setdefault(source, []).append(key)
+                        stack.append(source)
+        changes: dict[tuple, int] = {}
+        worklist = sorted(nodes, key=lambda k: -1 if k[0] == "all" else k[0], reverse=True)
+        queued = set(worklist)
+        while worklist:
+            key = worklist.pop()
+            queued.discard(key)
+            if key[0] == "all":
+                new = None
+                for definition in self.defs[key[1]]:
+                    new = _join(new, self.values.get((definition, key[1])))
+            else:
+                new = self._evaluate_definition(key, inputs[key[0]])
+            old = self.values.get(key)
+            if new is None or new == old:
+                continue
+            joined = _join(old, new) if old is not None else new
+            changes[key] = changes.get(key, 0) + 1
+            if changes[key] > self._WIDEN_AFTER:
+                joined = _widen(old, joined)
+            if joined == old:
+                continue
+            self.values[key] = joined
+            for dependent in dependents.get(key, ()):
+                if dependent not in queued:
+                    queued.add(dependent)
+                    worklist.append(dependent)
+
+    def _evaluate_definition(self, key: tuple, reads: list):
+        index = key[0]
+        instr = self.function.instructions[index]
+        if len(self.dests[index]) != 1:
+            return _unknown(instr)
+        if instr.base == "ld":
+            return Unknown(f"a value loaded from memory ({instr.statement[:60]})")
+        ops = []
+        for read in reads:
+            value = self._read(read)
+            if value is None:
+                return None  # an input not computed yet (bottom)
+            ops.append(value)
+        refined = None
+        if instr.base == "selp" and len(ops) >= 3:
+            refined = self._refine_select(index, instr.operands[1:], ops)
+        return _evaluate(instr, ops, refined)
+
+    def _refine_select(self, index: int, operands: list[str], ops: list) -> tuple:
+        """(value if the predicate holds, value if not), each narrowed by the predicate's comparison."""
+        first, second = ops[0], ops[1]
+        condition = self._condition(index, operands[2])
+        if condition is None:
+            return first, second
+        x_keys, comparison, constant = condition
+        if operands[0].startswith("%") and self._sources(index, operands[0]) == x_keys:
+            first = _refine(first, comparison, constant)
+        if operands[1].startswith("%") and self._sources(index, operands[1]) == x_keys:
+            second = _refine(second, _NEGATED[comparison], constant)
+        return first, second
+
+    def _condition(self, index: int, predicate: str) -> tuple | None:
+        """What predicate ``[!]%p`` at instruction ``index`` says, when it is ``setp.<cmp> %p, %x, <constant>``:
+        (the definitions of %x it compares, the comparison that holds, the constant)."""
+        negated = predicate.startswith("!")
+        sources = self._sources(index, predicate.lstrip("!"))
+        if len(sources) != 1 or sources[0][0] == "all":
+            return None
+        setp_index = sources[0][0]
+        setp = self.function.instructions[setp_index]
+        parts = setp.parts
+        if setp.base != "setp" or len(parts) < 2 or parts[1] not in _COMPARISONS or "|" in setp.operand_text:
+            return None
+        operands = setp.operands
+        if len(operands) != 3:
+            return None
+        comparison, x, constant = parts[1], operands[1], _constant(operands[2])
+        if constant is None:
+            comparison, x, constant = _SWAPPED[comparison], operands[2], _constant(operands[1])
+        if constant is None or not x.startswith("%") or x.split(".")[0] in _SPECIAL_REGISTERS:
+            return None
+        if negated:
+            comparison = _NEGATED[comparison]
+        return self._sources(setp_index, x), comparison, constant
+
+    def _guarded(self, index: int, operand: str, condition: tuple, depth: int = 0):
+        """The value of ``operand`` at ``index`` in the threads where ``condition`` holds: the compared
+        register is narrowed, and the definitions built on it are evaluated again (a few levels deep)."""
+        x_keys, comparison, constant = condition
+        operand = operand.strip()
+        if not operand.startswith("%") or operand.split(".")[0] in _SPECIAL_REGISTERS:
+            return self.final_value(index, operand)
+        keys = self._sources(index, operand)
+        if keys == x_keys:
+            value = _refine(self.final_value(index, operand), comparison, constant)
+            return value if value is not None else self.final_value(index, operand)
+        if depth >= 8 or len(keys) != 1 or keys[0][0] == "all":
+            return self.final_value(index, operand)
+        definition = keys[0][0]
+        instr = self.function.instructions[definition]
+        if len(self.dests.get(definition, ())) != 1 or instr.base in ("ld", "selp"):
+            return self.final_value(index, operand)
+        ops = [self._guarded(definition, o, condition, depth + 1) for o in instr.operands[1:]]
+        value = _evaluate(instr, ops, None)
+        return value if value is not None else self.final_value(index, operand)
+
+    # -- values ------------------------------------------------------------------------------
+
+    def operand_value(self, index: int, operand: str):
+        """The value of operand text (register, symbol, immediate) as seen by instruction ``index``."""
+        return self._read(self._input(index, operand))
+
+    def final_value(self, index: int, operand: str):
+        value = self.operand_value(index, operand)
+        return Unknown("an input the analysis did not reach") if value is None else value
+
+    def address(self, index: int, operand: str):
+        """The value of a ``[base+offset]`` memory operand of instruction ``index``."""
+        inner = operand.strip()
+        if not (inner.startswith("[") and inner.endswith("]")):
+            return Unknown(f"the operand {inner[:40]}")
+        inner = inner[1:-1].replace(" ", "")
+        match = _MEMORY_OPERAND.fullmatch(inner)
         if not match:
-            return UNKNOWN
-        base = self.value(match.group(1))
+            return Unknown(f"the memory operand [{inner[:40]}]")
+        predicate = self.function.instructions[index].predicate
+        condition = self._condition(index, predicate) if predicate else None
+        if condition is not None:
+            base = self._guarded(index, match.group(1), condition)
+        else:
+            base = self.final_value(index, match.group(1))
         if match.group(3) is None:
             return base
-        try:
-            offset = int(match.group(3), 0) * (-1 if match.group(2) == "-" else 1)
-        except ValueError:
-            return UNKNOWN
+        offset = _constant(match.group(3))
+        if offset is None:
+            return Unknown(f"the memory operand [{inner[:40]}]")
+        offset *= -1 if match.group(2) == "-" else 1
         return _add(base, IntRange(offset, offset))
+
+
+def _constant(text: str) -> int | None:
+    text = text.strip()
+    if not text or text[0] not in "-0123456789":
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        try:
+            return int(text.rstrip("Uu"), 0) if text.lower().startswith(("0x", "-0x")) or text.isdigit() else None
+        except ValueError:
+            return None
 
 
 # ----------------------------------------------------------------------------------------------
 # Regions and instruction classes
 
-_OPEN_END_MIN_BYTES = 16  # a TMA box / MMA operand covers at least its first 16 bytes
+_MIN_OPERAND_BYTES = 16  # a TMA box / MMA operand covers at least its first 16 bytes
 
 
 @dataclass(frozen=True)
 class PtxRegion:
-    """Bytes [lo, hi) of a shared symbol; ``symbol None`` = unresolved, ``hi None`` = size unknown."""
+    """Bytes of a shared symbol an access touches.
+
+    ``[lo, hi)`` holds every byte it may touch (``hi`` None: no bound known); ``[lo, certain_hi)`` the bytes it
+    surely touches, taken over all threads and loop iterations (a loop that steps a pipeline stage touches
+    every stage). ``symbol`` None: the address is not resolved.
+    """
     symbol: str | None
     lo: int = 0
     hi: int | None = None
-    exact: bool = True
-
-    def _certain(self) -> tuple[int, int]:
-        return (self.lo, self.hi) if self.hi is not None else (self.lo, self.lo + _OPEN_END_MIN_BYTES)
+    certain_hi: int = 0
 
     def overlap(self, other: "PtxRegion") -> Overlap:
         if self.symbol is None or other.symbol is None:
@@ -546,11 +1220,9 @@ class PtxRegion:
             return Overlap.NO
         if (self.hi is not None and self.hi <= other.lo) or (other.hi is not None and other.hi <= self.lo):
             return Overlap.NO
-        if not (self.exact and other.exact):
-            return Overlap.UNKNOWN
-        a_lo, a_hi = self._certain()
-        b_lo, b_hi = other._certain()
-        return Overlap.YES if a_lo < b_hi and b_lo < a_hi else Overlap.UNKNOWN
+        if self.lo < other.certain_hi and other.lo < self.certain_hi:
+            return Overlap.YES
+        return Overlap.UNKNOWN
 
     def __str__(self) -> str:
         if self.symbol is None:
@@ -559,6 +1231,7 @@ class PtxRegion:
         return f"{self.symbol}[{self.lo}, {end})"
 
 
+_UNRESOLVED = PtxRegion(None)
 _TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
 
 
@@ -576,55 +1249,169 @@ def _access_bytes(parts: list[str]) -> int | None:
 
 
 _STATE_SPACES = ("global", "shared", "shared::cta", "shared::cluster")
+# Instructions on shared memory that are not data traffic for proxy ordering (barriers, tensor-map
+# updates staged in shared memory, the TMEM allocator's result slot is excluded separately).
+_NOT_DATA = ("mbarrier", "tensormap", "fence", "membar", "bar", "barrier", "elect", "mapa", "cvta", "getctarank",
+             "prefetch", "prefetchu", "isspacep", "discard", "applypriority", "createpolicy")
+# the opcodes Classifier.events looks at; every other one is not a shared-memory data access
+_EVENT_BASES = {"fence", "membar", "st", "ld", "atom", "red", "stmatrix", "ldmatrix", "cp", "wgmma", "tcgen05",
+                "clusterlaunchcontrol"}
 
 
 class Classifier:
-    def __init__(self, analysis: AddressAnalysis):
+    """Proxy events of each instruction, from its opcode and resolved operands."""
+
+    def __init__(self, analysis: AddressAnalysis, extents: dict | None = None, generic: bool = True,
+                 generic_reads: bool = True):
         self.analysis = analysis
+        self.extents = extents or {}  # (Python source line, class) -> most bytes an async operand covers
+        self.generic = generic  # False: no async access anywhere, so no generic access can matter
+        self.generic_reads = generic_reads  # False: no async write anywhere, so generic reads cannot matter
+        self.barrier_bytes = self._expected_bytes()
 
-    def region(self, value, size: int | None) -> tuple[PtxRegion, str | None]:
-        if isinstance(value, MatrixDescriptor):
+    # -- extents -----------------------------------------------------------------------------------
+
+    def _expected_bytes(self) -> list[tuple[object, int | None]]:
+        """(barrier address, bytes) of every ``expect_tx``: a TMA load completing on a barrier writes at
+        most the bytes its phase expects."""
+        found = []
+        for index, instr in enumerate(self.analysis.function.instructions):
+            if instr.base == "mbarrier" and "expect_tx" in instr.parts:
+                memory = [(i, o) for i, o in enumerate(instr.operands) if o.startswith("[")]
+                if not memory:
+                    continue
+                position, operand = memory[0]
+                size = _constant(instr.operands[position + 1]) if position + 1 < len(instr.operands) else None
+                found.append((self.analysis.address(index, operand), size))
+        return found
+
+    def _load_bound(self, index: int, instr: PtxInstruction) -> int | None:
+        barriers = [o for o in instr.operands[2:] if o.startswith("[")]
+        if not barriers or not self.barrier_bytes:
+            return None
+        barrier = self.analysis.address(index, barriers[0])
+        if not isinstance(barrier, SharedAddress):
+            return None
+        bound = None
+        for address, size in self.barrier_bytes:
+            if not isinstance(address, SharedAddress):
+                return None  # an expect_tx on a barrier the analysis cannot place may be this one's
+            if address.symbol == barrier.symbol and _ranges_meet(address, barrier):
+                if size is None:
+                    return None
+                bound = max(bound or 0, size)
+        return bound
+
+    def _hint(self, instr: PtxInstruction, kind: str) -> int | None:
+        """The TTGIR's bound for this instruction's operand: by Python line and column, else by line."""
+        if not instr.source:
+            return None
+        found = self.extents.get((f"{instr.source}:{instr.column}", kind)) if instr.column else None
+        return found if found is not None else self.extents.get((instr.source, kind))
+
+    # -- regions -------------------------------------------------------------------------------------
+
+    def region(self, value, size: int | None, bound: int | None = None, descriptor: bool = False,
+               end: int | None = None) -> tuple[PtxRegion, str | None]:
+        """The bytes touched from address ``value`` (a matrix descriptor if ``descriptor``): ``size``
+        exactly, or at most ``bound`` (at least 16) and not past the offset ``end``."""
+        if descriptor:
+            if not isinstance(value, MatrixDescriptor):
+                origin = value.origin if isinstance(value, Unknown) else f"{_describe(value)}, not a descriptor"
+                return _UNRESOLVED, ("the matrix descriptor is not derived from a shared-memory symbol: "
+                                     f"it depends on {origin}")
             value = value.address
-            size = None
-        if isinstance(value, SharedAddress):
-            if value.hi is None:
-                return PtxRegion(value.symbol, value.lo, None, exact=False), "address varies in a loop"
-            hi = None if size is None else value.hi + size
-            return PtxRegion(value.symbol, value.lo, hi), None
-        return PtxRegion(None), "address not derived from a shared-memory symbol"
+        if not isinstance(value, SharedAddress):
+            origin = value.origin if isinstance(value, Unknown) else "a value the analysis does not follow"
+            return _UNRESOLVED, f"the address is not derived from a shared-memory symbol: it depends on {origin}"
+        lo = max(value.lo, 0)
+        if value.hi is None:
+            return PtxRegion(value.symbol, lo, None, 0), "the address varies in a loop without a bound"
+        if size is not None:
+            return PtxRegion(value.symbol, lo, value.hi + size, value.hi + size), None
+        certain = value.hi + _MIN_OPERAND_BYTES
+        limits = [value.hi + max(bound, _MIN_OPERAND_BYTES)] if bound is not None else []
+        limits += [max(end, certain)] if end is not None else []
+        return PtxRegion(value.symbol, lo, min(limits) if limits else None, certain), None
 
-    def _access(self, kind, instr, value, size=None, scope=Scope.CTA) -> Access:
-        region, why = self.region(value, size)
+    def _access(self, kind, instr, value, size=None, scope=Scope.CTA, bound=None, no_bound_reason=None,
+                descriptor=False, end=None) -> Access:
+        region, why = self.region(value, size, bound, descriptor, end)
+        if why is None and region.hi is None:
+            why = no_bound_reason
         return Access(kind, region, instr.ref(), scope, why)
 
-    def events(self, instr: PtxInstruction) -> list:
+    # -- events --------------------------------------------------------------------------------------
+
+    def events(self, index: int, instr: PtxInstruction) -> list:
+        try:
+            return self._events(index, instr)
+        except IndexError:
+            raise _OperandError(f"cannot read the operands of {instr.statement[:80]!r}") from None
+
+    def _events(self, index: int, instr: PtxInstruction) -> list:
+        base = instr.base
+        if base not in _EVENT_BASES:
+            if ".shared" in instr.opcode and base not in _NOT_DATA:
+                raise _OperandError(f"shared-memory instruction not understood: {instr.statement[:80]!r}")
+            return []
         parts = instr.parts
-        base = parts[0]
+        analysis = self.analysis
         if base in ("fence", "membar"):
             return self._fence(instr)
-        if base in ("st", "ld", "atom", "red") and any(p.startswith("shared") for p in parts[1:]) or \
-                base == "st" and "async" in parts:
-            return self._generic(instr, base)
+        if base in ("st", "ld", "atom", "red", "stmatrix", "ldmatrix") and (
+                not self.generic or base in ("ld", "ldmatrix") and not self.generic_reads):
+            return []
+        if base in ("st", "ld", "atom", "red"):
+            if any(p.startswith("shared") for p in parts[1:]):
+                if "async" in parts:  # st.async / red.async to another CTA's shared memory: generic proxy
+                    return [self._access(AccessKind.GENERIC_WRITE, instr,
+                                         analysis.address(index, instr.operand(0)), _access_bytes(parts))]
+                return self._generic(index, instr, base)
+            if base == "st" and "bulk" in parts:
+                raise _OperandError(f"st.bulk is not modelled: {instr.statement[:80]!r}")
+            return []
         if base in ("stmatrix", "ldmatrix"):
             kind = AccessKind.GENERIC_WRITE if base == "stmatrix" else AccessKind.GENERIC_READ
-            return [self._access(kind, instr, self.analysis.address(instr.operands[0 if base == "stmatrix" else 1]),
-                                 16)]
-        if base == "cp" and len(parts) > 1 and parts[1] == "async" and len(parts) > 2 and parts[2] in ("ca", "cg"):
-            size = self.analysis.value(instr.operands[2]) if len(instr.operands) > 2 else UNKNOWN
-            nbytes = size.hi if isinstance(size, IntRange) else 16
-            return [self._access(AccessKind.GENERIC_WRITE, instr, self.analysis.address(instr.operands[0]), nbytes)]
-        if base == "cp" and "bulk" in parts and "async" in parts and "prefetch" not in parts:
-            return self._bulk(instr)
-        if base == "wgmma" and len(parts) > 1 and parts[1] == "mma_async":
-            return self._mma(instr, first_operand=1)
-        if base == "tcgen05" and len(parts) > 1 and parts[1] == "mma":
-            return self._mma(instr, first_operand=1)
-        if base == "tcgen05" and len(parts) > 1 and parts[1] == "cp" and len(instr.operands) > 1:
-            scope = Scope.CLUSTER if "cta_group::2" in parts else Scope.CTA
-            return [self._access(AccessKind.ASYNC_READ, instr, self.analysis.value(instr.operands[1]), None, scope)]
-        if base == "clusterlaunchcontrol" and "try_cancel" in parts:
-            scope = Scope.CLUSTER if any(p.startswith("multicast") for p in parts) else Scope.CTA
-            return [self._access(AccessKind.ASYNC_WRITE, instr, self.analysis.address(instr.operands[0]), 16, scope)]
+            operand = instr.operand(0 if base == "stmatrix" else 1)
+            return [self._access(kind, instr, analysis.address(index, operand), 16)]
+        if base == "cp":
+            if "commit_group" in parts or "wait_group" in parts or "wait_all" in parts:
+                return []
+            if len(parts) > 2 and parts[1] == "async" and parts[2] in ("ca", "cg"):
+                size = analysis.final_value(index, instr.operand(2))
+                nbytes = size.hi if isinstance(size, IntRange) and 0 < size.hi <= 16 else 16
+                return [self._access(AccessKind.GENERIC_WRITE, instr, analysis.address(index, instr.operand(0)),
+                                     nbytes)]
+            if "bulk" in parts and "async" in parts and "prefetch" not in parts:
+                return self._bulk(index, instr)
+            if "prefetch" in parts or (len(parts) > 2 and parts[1] == "async" and parts[2] == "mbarrier"):
+                return []
+            raise _OperandError(f"copy instruction not understood: {instr.statement[:80]!r}")
+        if base == "wgmma":
+            if len(parts) > 1 and parts[1] == "mma_async":
+                return self._mma(index, instr, "mma")
+            return []
+        if base == "tcgen05":
+            kind = parts[1] if len(parts) > 1 else ""
+            if kind == "mma":
+                return self._mma(index, instr, "mma")
+            if kind == "cp":
+                scope = Scope.CLUSTER if "cta_group::2" in parts else Scope.CTA
+                return [self._access(AccessKind.ASYNC_READ, instr, analysis.final_value(index, instr.operand(1)),
+                                     None, scope, bound=self._hint(instr, "tmem_copy"),
+                                     no_bound_reason=_NO_EXTENT, descriptor=True)]
+            return []  # alloc, dealloc, ld, st, commit, wait, fence, shift: not shared-memory data
+        if base == "clusterlaunchcontrol":
+            if "try_cancel" in parts:
+                scope = Scope.CLUSTER if any(p.startswith("multicast") for p in parts) else Scope.CTA
+                return [self._access(AccessKind.ASYNC_WRITE, instr, analysis.address(index, instr.operand(0)), 16,
+                                     scope)]
+            return []
+        if base in _NOT_DATA or base in ("bra", "brx", "call", "ret", "exit", "trap"):
+            return []
+        if ".shared" in instr.opcode:
+            raise _OperandError(f"shared-memory instruction not understood: {instr.statement[:80]!r}")
         return []
 
     def _fence(self, instr: PtxInstruction) -> list:
@@ -635,71 +1422,206 @@ class Classifier:
         scope = Scope.CTA if op.endswith("shared::cta") else Scope.CLUSTER
         return [Fence(scope, instr.ref())]
 
-    def _generic(self, instr: PtxInstruction, base: str) -> list:
-        parts = instr.parts
-        size = _access_bytes(parts)
+    def _generic(self, index: int, instr: PtxInstruction, base: str) -> list:
+        size = _access_bytes(instr.parts)
+        analysis = self.analysis
         if base == "ld":
-            return [self._access(AccessKind.GENERIC_READ, instr, self.analysis.address(instr.operands[1]), size)]
+            return [self._access(AccessKind.GENERIC_READ, instr, analysis.address(index, instr.operand(1)), size)]
         if base == "atom":
-            address = self.analysis.address(instr.operands[1])
+            address = analysis.address(index, instr.operand(1))
             return [self._access(AccessKind.GENERIC_READ, instr, address, size),
                     self._access(AccessKind.GENERIC_WRITE, instr, address, size)]
-        return [self._access(AccessKind.GENERIC_WRITE, instr, self.analysis.address(instr.operands[0]), size)]
+        return [self._access(AccessKind.GENERIC_WRITE, instr, analysis.address(index, instr.operand(0)), size)]
 
-    def _bulk(self, instr: PtxInstruction) -> list:
+    def _bulk(self, index: int, instr: PtxInstruction) -> list:
         parts = instr.parts
         spaces = [p for p in parts if p in _STATE_SPACES]
-        if len(spaces) < 2 or len(instr.operands) < 2:
-            return []
+        if len(spaces) < 2:
+            raise _OperandError(f"bulk copy without source and destination spaces: {instr.statement[:80]!r}")
         dst, src = spaces[0], spaces[1]
+        analysis = self.analysis
         size = None
-        if "tensor" not in parts and len(instr.operands) > 2:
-            value = self.analysis.value(instr.operands[2])
-            size = value.hi if isinstance(value, IntRange) else None
+        if "tensor" not in parts:
+            value = analysis.final_value(index, instr.operand(2))
+            size = value.hi if isinstance(value, IntRange) and value.hi > 0 else None
         events = []
         if src.startswith("shared"):
-            events.append(self._access(AccessKind.ASYNC_READ, instr, self.analysis.address(instr.operands[1]), size))
+            bound = None if size is not None else self._hint(instr, "tma_store")
+            events.append(self._access(AccessKind.ASYNC_READ, instr, analysis.address(index, instr.operand(1)), size,
+                                       bound=bound, no_bound_reason=_NO_BOX))
         if dst.startswith("shared"):
             remote = src.startswith("shared")
             multicast = any(p.startswith("multicast") for p in parts)
             scope = Scope.CLUSTER if multicast or remote else Scope.CTA
-            events.append(self._access(AccessKind.ASYNC_WRITE, instr, self.analysis.address(instr.operands[0]), size,
-                                       scope))
+            bound = end = None
+            destination = analysis.address(index, instr.operand(0))
+            if size is None:
+                bounds = [b for b in (self._load_bound(index, instr), self._hint(instr, "tma_load")) if b]
+                bound = min(bounds) if bounds else None
+                end = self._own_barrier_end(index, instr, destination)
+            events.append(self._access(AccessKind.ASYNC_WRITE, instr, destination, size, scope, bound=bound,
+                                       no_bound_reason=_NO_BOX, end=end))
         return events
 
-    def _mma(self, instr: PtxInstruction, first_operand: int) -> list:
+    def _own_barrier_end(self, index: int, instr: PtxInstruction, destination) -> int | None:
+        """A TMA load never writes over the mbarrier it completes on (the barrier would be corrupted): when
+        that barrier lies above every possible destination, the load ends below it."""
+        barriers = [o for o in instr.operands[2:] if o.startswith("[")]
+        if not barriers or not isinstance(destination, SharedAddress) or destination.hi is None:
+            return None
+        barrier = self.analysis.address(index, barriers[0])
+        if isinstance(barrier, SharedAddress) and barrier.symbol == destination.symbol and barrier.hi is not None \
+                and barrier.lo > destination.hi:
+            return barrier.hi
+        return None
+
+    def _mma(self, index: int, instr: PtxInstruction, kind: str) -> list:
         scope = Scope.CLUSTER if "cta_group::2" in instr.parts else Scope.CTA
+        bound = self._hint(instr, kind)
         events = []
-        for operand in instr.operands[first_operand:first_operand + 2]:
+        first = 1
+        for operand in instr.operands[first:first + 2]:
             if operand.startswith(("{", "[")):
                 continue  # A in registers (wgmma) or tensor memory (tcgen05)
-            events.append(self._access(AccessKind.ASYNC_READ, instr, self.analysis.value(operand), None, scope))
+            events.append(self._access(AccessKind.ASYNC_READ, instr, self.analysis.final_value(index, operand), None,
+                                       scope, bound=bound, no_bound_reason=_NO_EXTENT, descriptor=True))
         return events
 
 
-def function_blocks(function: PtxFunction, shared_symbols: set[str]) -> list[Block]:
-    """The function's control-flow graph with proxy events, ready for ``find_hazards``."""
-    classifier = Classifier(AddressAnalysis(function, shared_symbols))
-    allocation_slots = _tcgen05_alloc_slots(function, classifier)
+_NO_BOX = "the TMA box size is in the tensor map, a run-time value, and nothing bounds it here"
+_NO_EXTENT = "the operand's extent is not in the PTX (give the TTGIR to bound it)"
+
+
+def _ranges_meet(a: SharedAddress, b: SharedAddress) -> bool:
+    a_hi = float("inf") if a.hi is None else a.hi
+    b_hi = float("inf") if b.hi is None else b.hi
+    return a.lo <= b_hi and b.lo <= a_hi
+
+
+def _async_classes(functions: list[PtxFunction]) -> tuple[bool, bool]:
+    """(any async-proxy access, any async-proxy write) among the functions' instructions, by opcode."""
+    any_async = any_write = False
+    for function in functions:
+        for instr in function.instructions:
+            base, parts = instr.base, instr.parts
+            if base == "cp" and "bulk" in parts and "async" in parts and "prefetch" not in parts and \
+                    "commit_group" not in parts and "wait_group" not in parts:
+                any_async = True
+                spaces = [p for p in parts if p in _STATE_SPACES]
+                any_write |= bool(spaces) and spaces[0].startswith("shared")
+            elif base == "clusterlaunchcontrol" and "try_cancel" in parts:
+                any_async = any_write = True
+            elif (base == "wgmma" and parts[1:2] == ["mma_async"]) or (base == "tcgen05" and parts[1:2] in (["mma"],
+                                                                                                        ["cp"])):
+                any_async = True
+    return any_async, any_write
+
+
+def _function_events(function: PtxFunction, shared_symbols: set[str], extents: dict | None, filename: str,
+                     classes: tuple[bool, bool] = (True, True)) -> tuple[list[list[int]], list[list[int]], list[list]]:
+    """Blocks, successors and events of one function. ``classes`` (from ``_async_classes`` of everything the
+    kernel can run) says which generic accesses can matter: none without async accesses, no reads without
+    async writes. Their addresses are then not even computed."""
+    instructions = function.instructions
     instruction_blocks, successors = build_cfg(function)
-    blocks = []
-    for members, succ in zip(instruction_blocks, successors):
-        events = []
-        for index in members:
-            for event in classifier.events(function.instructions[index]):
-                if isinstance(event, Access) and event.kind is AccessKind.GENERIC_READ and \
-                        event.region in allocation_slots:
-                    continue  # reading the TMEM address tcgen05.alloc wrote is not data traffic
-                events.append(event)
-        blocks.append(Block(events, succ))
+    any_async, any_write = classes
+    candidates = []  # instructions that may give events, or bound others (tcgen05.alloc, tensormap, expect_tx)
+    roots = []
+    for index, instr in enumerate(instructions):
+        base = instr.base
+        if base in _EVENT_BASES or base == "mbarrier" or base == "tensormap":
+            candidates.append(index)
+            if any_async and (any_write or (base != "ld" and base != "ldmatrix")):
+                roots.extend((index, operand) for operand in _address_operands(instr))
+        elif ".shared" in instr.opcode and base not in _NOT_DATA:
+            raise ParseError(filename, instr.line, f"shared-memory instruction not understood: {instr.text[:80]!r}")
+    if not any_async:  # nothing to order
+        return instruction_blocks, successors, [[] for _ in instruction_blocks]
+    analysis = AddressAnalysis(function, shared_symbols, instruction_blocks, roots)
+    classifier = Classifier(analysis, extents, generic=any_async, generic_reads=any_write)
+    slots, staging = set(), []
+    for index in candidates:
+        instr = instructions[index]
+        if instr.base == "tcgen05" and instr.opcode.startswith("tcgen05.alloc") and instr.operands:
+            region, _ = classifier.region(analysis.address(index, instr.operands[0]), 4)
+            if region.symbol is not None:
+                slots.add(region)  # reading back the TMEM address tcgen05.alloc wrote is not data traffic
+        elif instr.base == "tensormap" and "cp_fenceproxy" in instr.parts and len(instr.operands) >= 3:
+            region, _ = classifier.region(analysis.address(index, instr.operands[1]), _constant(instr.operands[2]))
+            if region.symbol is not None and region.hi is not None:
+                staging.append(region)  # a tensor map built in shared memory, copied out with its own fence
+    events_per_block = [[] for _ in instruction_blocks]
+    block_of = analysis.block_of
+    for index in candidates:
+        instr = instructions[index]
+        try:
+            found = classifier.events(index, instr)
+        except _OperandError as error:
+            raise ParseError(filename, instr.line, str(error)) from None
+        for event in found:
+            if isinstance(event, Access) and event.kind is AccessKind.GENERIC_READ and event.region in slots:
+                continue
+            if isinstance(event, Access) and not event.kind.is_async and _inside(event.region, staging):
+                continue
+            events_per_block[block_of[index]].append(event)
+    return instruction_blocks, successors, events_per_block
+
+
+def kernel_blocks(module: PtxModule, kernel: PtxFunction, extents: dict | None = None) -> list[Block]:
+    """The kernel's control-flow graph with proxy events, ready for ``find_hazards`` (entry: block 0).
+
+    A ``call`` to a function of the module leads into the callee's blocks, and the callee's returns lead
+    back to every call site (context-insensitive: sound for a may-analysis). Calls to functions declared
+    without a body (``__assertfail``, ``vprintf``) touch no shared memory.
+    """
+    by_name = {f.name: f for f in module.functions}
+    reachable = [kernel]
+    for function in reachable:  # the kernel and every function it can call
+        for instr in function.instructions:
+            if instr.base == "call":
+                callee = by_name.get(_call_target(instr) or "")
+                if callee is not None and callee not in reachable:
+                    reachable.append(callee)
+    classes = _async_classes(reachable)
+    offsets: dict[str, int] = {}
+    built: dict[str, tuple] = {}
+    total = 0
+    for function in reachable:
+        parts = _function_events(function, module.shared_symbols, extents, module.filename, classes)
+        offsets[function.name] = total
+        built[function.name] = parts
+        total += len(parts[0]) + 1  # one extra block: the function's exit
+    blocks = [Block() for _ in range(total)]
+    returns: dict[str, list[int]] = {}
+    for name, (instruction_blocks, successors, events) in built.items():
+        base = offsets[name]
+        exit_block = base + len(instruction_blocks)
+        function = by_name.get(name, kernel)
+        for n, members in enumerate(instruction_blocks):
+            block = blocks[base + n]
+            block.events = events[n]
+            last = function.instructions[members[-1]] if members else None
+            callee = by_name.get(_call_target(last) or "") if last is not None and last.base == "call" else None
+            if callee is not None:
+                block.successors = [offsets[callee.name]]
+                returns.setdefault(callee.name, []).extend(base + s for s in successors[n])
+                if last.predicate is not None:  # the call may not happen
+                    block.successors += [base + s for s in successors[n]]
+                continue
+            block.successors = [base + s for s in successors[n]]
+            if last is None or last.base == "ret" or (not successors[n] and last.base not in ("exit", "trap")):
+                block.successors.append(exit_block)
+    for name, sites in returns.items():
+        blocks[offsets[name] + len(built[name][0])].successors = sorted(set(sites))
     return blocks
 
 
-def _tcgen05_alloc_slots(function: PtxFunction, classifier: Classifier) -> set[PtxRegion]:
-    slots = set()
-    for instr in function.instructions:
-        if instr.opcode.startswith("tcgen05.alloc") and instr.operands:
-            region, _ = classifier.region(classifier.analysis.address(instr.operands[0]), 4)
-            if region.symbol is not None:
-                slots.add(region)
-    return slots
+def function_blocks(function: PtxFunction, shared_symbols: set[str], extents: dict | None = None) -> list[Block]:
+    """One function's control-flow graph with proxy events (calls are not followed)."""
+    _, successors, events = _function_events(function, shared_symbols, extents, "<ptx>")
+    return [Block(e, s) for e, s in zip(events, successors)]
+
+
+def _inside(region: PtxRegion, containers: list[PtxRegion]) -> bool:
+    return region.symbol is not None and region.hi is not None and any(
+        c.symbol == region.symbol and c.lo <= region.lo and region.hi <= c.hi for c in containers)

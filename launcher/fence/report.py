@@ -9,6 +9,7 @@ from .dataflow import Hazard, Instruction, Scope
 ERROR = "error"  # a hazard in the final PTX
 INFO = "info"  # a TTGIR hazard that the installed Triton fixes later
 UNKNOWN = "unknown"  # the analysis cannot decide; the message says why
+CLEAN = "clean"  # the verdict of a report with neither errors nor unknowns (info findings allowed)
 
 
 @dataclass(frozen=True)
@@ -34,15 +35,20 @@ class Finding:
     hint: str
     message: str
     ir: str = "ptx"  # which IR the instruction lines refer to: "ptx" or "ttgir"
+    file: str | None = None  # the file of that IR, when it was read from one
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def _where(self, location: Location) -> str:
+        place = f"{self.file}:{location.line}" if self.file else f"{self.ir} line {location.line}"
+        return f"{place}: {location.text}"
+
     def format_text(self) -> str:
         where = f" ({self.source_line})" if self.source_line else ""
         return (f"{self.kernel}: {self.severity}: {self.kind} {self.message}{where}\n"
-                f"    generic: {self.ir} {self.writer}\n"
-                f"    async:   {self.ir} {self.reader}\n"
+                f"    generic: {self._where(self.writer)}\n"
+                f"    async:   {self._where(self.reader)}\n"
                 f"    buffer:  {self.buffer}; fence scope: {self.scope}\n"
                 f"    fix:     {self.hint}")
 
@@ -55,6 +61,12 @@ class Report:
     @property
     def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def verdict(self) -> str:
+        """"error" if any finding is an error, else "unknown" if any is unknown, else "clean"."""
+        severities = {f.severity for f in self.findings}
+        return ERROR if ERROR in severities else UNKNOWN if UNKNOWN in severities else CLEAN
 
     def to_json(self) -> str:
         return json.dumps([f.to_dict() for f in self.findings], indent=2)
@@ -70,7 +82,7 @@ _KIND_WORDS = {"RAW": ("generic write", "async-proxy read"), "WAR": ("generic re
 
 
 def finding_from_hazard(kernel: str, hazard: Hazard, severity: str, buffer: str, *, ir: str,
-                        reason: str | None = None) -> Finding:
+                        reason: str | None = None, file: str | None = None) -> Finding:
     generic, async_access = hazard.generic.instruction, hazard.async_access.instruction
     first, second = _KIND_WORDS[hazard.kind]
     scope = hazard.async_access.scope
@@ -86,7 +98,7 @@ def finding_from_hazard(kernel: str, hazard: Hazard, severity: str, buffer: str,
     return Finding(kernel=kernel, severity=severity, kind=hazard.kind,
                    writer=_location(generic), reader=_location(async_access),
                    source_line=async_access.source or generic.source, buffer=buffer, scope=scope.value,
-                   hint=hint, message=message, ir=ir)
+                   hint=hint, message=message, ir=ir, file=file)
 
 
 def _location(instruction: Instruction) -> Location:

@@ -17,8 +17,15 @@ from .errors import ParseError
 # Parsing into an op tree
 
 _VALUE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
-_LOC_FILE = re.compile(r'^loc\("([^"]+)":(\d+):\d+\)$')
+_LOC_FILE = re.compile(r'^loc\("([^"]+)":(\d+):(\d+)\)$')
 _LOC_REF = re.compile(r"#loc\d*")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BLOCK_LABEL = re.compile(r"\^([\w$.\-]+)\s*(\((.*)\))?\s*:$")
+_INDEX_LIST = re.compile(r"\[[^\]]*\]")
+_PARTITION = re.compile(r"partition\d+\s*\(.*\{$")
+_INTEGER = re.compile(r"\s*(-?\d+)\s*$")
+_OP_NAME = re.compile(r"[A-Za-z_][\w$.\-]*$")
+_MAX_NESTING = 200
 
 
 @dataclass
@@ -59,32 +66,18 @@ class Function:
 @dataclass
 class TtgirModule:
     functions: dict[str, Function]
-    locations: dict[str, str]  # "#locN" -> "file:line"
+    locations: dict[str, str]  # "#locN" -> "file:line:column"
     tensor_memory_aliases: set[str]
     attributes: str
+    aliases: dict[str, str] = field(default_factory=dict)  # "#shared" -> "#ttg.nvmma_shared<{...}>"
 
 
 def _depth_change(text: str) -> int:
-    if '"' not in text:
-        return (text.count("(") + text.count("[") + text.count("<") - text.count(")") - text.count("]")
-                - text.count(">") + text.count("->"))
-    depth = 0
-    in_string = False
-    previous = ""
-    for ch in text:
-        if ch == '"' and previous != "\\":
-            in_string = not in_string
-        elif not in_string:
-            if ch in "([":
-                depth += 1
-            elif ch in ")]":
-                depth -= 1
-            elif ch == "<":
-                depth += 1
-            elif ch == ">" and previous != "-":
-                depth -= 1
-        previous = ch
-    return depth
+    """How many (, [ and < the text leaves open (string literals left out)."""
+    if '"' in text:
+        text = _STRING.sub('""', text)
+    return (text.count("(") + text.count("[") + text.count("<") - text.count(")") - text.count("]")
+            - text.count(">") + text.count("->"))
 
 
 def _statements(text: str):
@@ -107,18 +100,14 @@ def _statements(text: str):
 
 def _split_top(text: str, sep: str) -> tuple[str, str | None]:
     """Split at the first top-level ``sep`` (outside (), [], {}, <> and strings)."""
-    depth, in_string, previous = 0, False, ""
-    for i, ch in enumerate(text):
-        if ch == '"' and previous != "\\":
-            in_string = not in_string
-        elif not in_string:
-            if ch in "([{<":
-                depth += 1
-            elif ch in ")]}" or (ch == ">" and previous != "-"):
-                depth -= 1
-            elif depth == 0 and text.startswith(sep, i):
-                return text[:i], text[i + len(sep):]
-        previous = ch
+    masked = _STRING.sub(lambda m: '"' + "_" * (len(m.group(0)) - 2) + '"', text) if '"' in text else text
+    at = masked.find(sep)
+    while at >= 0:  # test each occurrence by counting the brackets before it
+        head = masked[:at]
+        if (head.count("(") + head.count("[") + head.count("{") + head.count("<") - head.count(")")
+                - head.count("]") - head.count("}") - head.count(">") + head.count("->")) == 0:
+            return text[:at], text[at + len(sep):]
+        at = masked.find(sep, at + 1)
     return text, None
 
 
@@ -137,7 +126,9 @@ class _Parser:
         self.functions: dict[str, Function] = {}
         self.raw_locations: dict[str, str] = {}
         self.tensor_memory_aliases: set[str] = set()
+        self.aliases: dict[str, str] = {}
         self.module_attributes = ""
+        self.nesting = 0
 
     def error(self, line: int, reason: str) -> ParseError:
         return ParseError(self.filename, line, reason)
@@ -151,8 +142,10 @@ class _Parser:
                 name, value = name.strip(), value.strip()
                 if name.startswith("#loc"):
                     self.raw_locations[name] = value
-                elif "tensor_memory" in value:
-                    self.tensor_memory_aliases.add(name)
+                else:
+                    self.aliases[name] = value
+                    if "tensor_memory" in value:
+                        self.tensor_memory_aliases.add(name)
             elif text.startswith("module"):
                 self.module_attributes += text
             elif text.startswith("}"):
@@ -161,26 +154,11 @@ class _Parser:
                 self._function(line, text)
             else:
                 raise self.error(line, f"unexpected top-level text: {text[:80]!r}")
-        locations = {name: self._resolve_location(name, 0) for name in self.raw_locations}
+        if not self.functions and not self.module_attributes:
+            raise self.error(1, "not TTGIR: no module and no tt.func")
+        locations = _resolve_locations(self.raw_locations)
         return TtgirModule(self.functions, {k: v for k, v in locations.items() if v},
-                           self.tensor_memory_aliases, self.module_attributes)
-
-    def _resolve_location(self, reference: str, depth: int) -> str | None:
-        value = self.raw_locations.get(reference, reference)
-        direct = _LOC_FILE.match(value)
-        if direct:
-            return f"{direct.group(1)}:{direct.group(2)}"
-        if depth > 20:
-            return None
-        inline = re.search(r'"([^"]+)":(\d+):\d+', value)
-        if inline:
-            return f"{inline.group(1)}:{inline.group(2)}"
-        for ref in _LOC_REF.findall(value):
-            if ref != reference:
-                resolved = self._resolve_location(ref, depth + 1)
-                if resolved:
-                    return resolved
-        return None
+                           self.tensor_memory_aliases, self.module_attributes, self.aliases)
 
     def _function(self, line: int, text: str) -> None:
         match = re.match(r"tt\.func\s+(?:(public|private|nested)\s+)?@([\w$.\-]+)\s*\(", text)
@@ -204,6 +182,15 @@ class _Parser:
 
     def _region(self, open_line: int) -> Region:
         """Parse statements up to the closing '}' (left for the caller to read)."""
+        self.nesting += 1
+        if self.nesting > _MAX_NESTING:
+            raise self.error(open_line, "regions nested too deep")
+        try:
+            return self._region_body(open_line)
+        finally:
+            self.nesting -= 1
+
+    def _region_body(self, open_line: int) -> Region:
         blocks = [IrBlock(None, [])]
         while True:
             if self.position >= len(self.statements):
@@ -212,7 +199,7 @@ class _Parser:
             if text.startswith("}"):
                 return Region(blocks)
             self.position += 1
-            label = re.match(r"\^([\w$.\-]+)\s*(\((.*)\))?\s*:$", text)
+            label = _BLOCK_LABEL.match(text)
             if label:
                 arguments = [a.split(":")[0].strip() for a in _split_commas(label.group(3) or "")]
                 blocks.append(IrBlock(label.group(1), arguments))
@@ -229,18 +216,24 @@ class _Parser:
             lhs, _, body = body.partition(" = ")
             for result in lhs.split(","):
                 name, _, count = result.strip().partition(":")
+                if count and not count.isdigit():
+                    raise self.error(line, f"cannot read the results of: {text[:80]!r}")
                 results.extend([f"{name}#{i}" for i in range(int(count))] if count else [name])
         body = body.strip()
         if body.startswith('"'):
-            name = body[1:body.index('"', 1)]
-            rest = body[body.index('"', 1) + 1:]
+            close = body.find('"', 1)
+            if close < 0:
+                raise self.error(line, f"unterminated op name: {text[:80]!r}")
+            name, rest = body[1:close], body[close + 1:]
         else:
             name, _, rest = body.partition(" ")
             if "(" in name and not name.startswith("("):  # ttg.warp_specialize(%a, %b)
                 name, paren, tail = name.partition("(")
                 rest = paren + tail + " " + rest
+        if not _OP_NAME.match(name):
+            raise self.error(line, f"op not understood: {text[:80]!r}")
         operand_text, types = _split_top(" " + rest, " : ")
-        operands = _VALUE.findall(re.sub(r"\[[^\]]*\]", "", operand_text))
+        operands = _VALUE.findall(_INDEX_LIST.sub("", operand_text))
         op = Op(name, results, operands, operand_text, types or "", line, " ".join(text.split()), loc)
         # regions: `op ... {`, then `} else {`, `} do {`, or a separate `default {` / `partitionN(...) {`
         if opens_region:
@@ -253,11 +246,13 @@ class _Parser:
 
     def _close_regions(self, op: Op, already_open: bool = True) -> None:
         while True:
+            if self.position >= len(self.statements):
+                raise self.error(op.line, f"region of {op.name} is not closed")
             line, text = self.statements[self.position]
             if already_open:
                 rest = text[1:].strip()  # after '}'
                 if not rest and self.position + 1 < len(self.statements) and \
-                        re.match(r"partition\d+\s*\(.*\{$", self.statements[self.position + 1][1]):
+                        _PARTITION.match(self.statements[self.position + 1][1]):
                     self.position += 1  # `}` alone, the next partition header on its own line
                     already_open = False
                     continue
@@ -273,6 +268,29 @@ class _Parser:
             if loc and op.loc is None:
                 op.loc = loc
             return
+
+
+def _resolve_locations(raw: dict[str, str]) -> dict[str, str]:
+    """"#locN" -> "file:line:column", following location references (fused, callsite, named locs)."""
+    def resolve(reference: str, depth: int) -> str | None:
+        value = raw.get(reference, reference)
+        direct = _LOC_FILE.match(value)
+        if direct:
+            return f"{direct.group(1)}:{direct.group(2)}:{direct.group(3)}"
+        if depth > 20:
+            return None
+        inline = re.search(r'"([^"]+)":(\d+):(\d+)', value)
+        if inline:
+            return f"{inline.group(1)}:{inline.group(2)}:{inline.group(3)}"
+        for ref in _LOC_REF.findall(value):
+            if ref != reference:
+                resolved = resolve(ref, depth + 1)
+                if resolved:
+                    return resolved
+        return None
+
+    resolved = {name: resolve(name, 0) for name in raw}
+    return {name: value for name, value in resolved.items() if value}
 
 
 def _split_commas(text: str) -> list[str]:
@@ -363,6 +381,10 @@ _ASYNC_READ_FIRST_MEMDESC = {"ttng.async_tma_copy_local_to_global", "ttng.async_
 _ASYNC_READ_TWO_OPERANDS = {"ttng.warp_group_dot", "ttng.tc_gen5_mma", "ttng.tc_gen5_mma_scaled"}
 _ASYNC_WRITE_FIRST_MEMDESC = {"ttng.async_tma_copy_global_to_local", "ttng.async_tma_gather",
                               "ttng.clc_try_cancel"}
+# ops that define or carry descriptor values (the others are skipped while tracing them)
+_VALUE_OPS = _VIEWS | {"arith.constant", "ttg.local_alloc", "arith.select", "tt.call", "scf.for", "scf.if",
+                       "scf.while", "ttg.warp_specialize", "cf.br", "cf.cond_br"}
+_ASYNC_OPS = _ASYNC_READ_FIRST_MEMDESC | _ASYNC_READ_TWO_OPERANDS | _ASYNC_WRITE_FIRST_MEMDESC
 _LOOPS = {"scf.for", "scf.while"}
 
 
@@ -382,7 +404,7 @@ class _Lowering:
         self.module = module
         self.blocks: list[Block] = []
         self._block_by_label: dict[str, IrBlock] = {}
-        self.two_ctas = "ttng.two-ctas" in module.attributes
+        self.two_ctas = _flag(module.attributes, '"ttng.two-ctas"')
         num_ctas = re.search(r'"ttg\.num-ctas"\s*=\s*(\d+)', module.attributes)
         self.num_ctas = int(num_ctas.group(1)) if num_ctas else 1
 
@@ -399,7 +421,7 @@ class _Lowering:
     def _define_values(self, op: Op, context: _Context) -> None:
         values = context.values
         if op.name == "arith.constant":
-            number = re.match(r"\s*(-?\d+)\s*$", op.attributes)
+            number = _INTEGER.match(op.attributes)
             if number and op.results:
                 context.constants[op.results[0]] = int(number.group(1))
         elif op.name == "ttg.local_alloc" and op.results:
@@ -452,16 +474,8 @@ class _Lowering:
     # -- events ------------------------------------------------------------------------------
 
     def instruction(self, op: Op) -> Instruction:
-        loc = op.loc[4:-1] if op.loc and op.loc.startswith("loc(") else None
-        source = None
-        if loc:
-            source = self.module.locations.get(loc) or (
-                self.module.locations.get(_LOC_REF.search(loc).group(0)) if _LOC_REF.search(loc) else None)
-            if source is None:
-                inline = re.search(r'"([^"]+)":(\d+):\d+', loc)
-                source = f"{inline.group(1)}:{inline.group(2)}" if inline else None
         text = _strip_loc(op.text)[0]
-        return Instruction(text if len(text) <= 240 else text[:237] + "...", op.line, source)
+        return Instruction(text if len(text) <= 240 else text[:237] + "...", op.line, source_of(self.module, op))
 
     def events(self, op: Op, context: _Context) -> list:
         name = op.name
@@ -481,7 +495,9 @@ class _Lowering:
             return [access(AccessKind.GENERIC_READ, memdescs[0])]
         if name in _GENERIC_READ_WRITE and memdescs:
             return [access(AccessKind.GENERIC_READ, memdescs[0]), access(AccessKind.GENERIC_WRITE, memdescs[0])]
-        cluster = Scope.CLUSTER if re.search(r"\bmulticast\b|two_ctas", op.attributes) or \
+        if name not in _ASYNC_OPS:
+            return []
+        cluster = Scope.CLUSTER if _flag(op.attributes, "multicast") or _flag(op.attributes, "two_ctas") or \
             (name == "ttng.tmem_copy" and self.two_ctas) or (name == "ttng.clc_try_cancel" and self.num_ctas > 1) \
             else Scope.CTA
         if name in _ASYNC_READ_FIRST_MEMDESC and memdescs:
@@ -518,6 +534,8 @@ class _Lowering:
         changed = False
         for block in region.blocks:
             for op in block.ops:
+                if op.name not in _VALUE_OPS and not op.regions:
+                    continue
                 before = len(context.values)
                 self._define_values(op, context)
                 changed |= len(context.values) != before
@@ -647,6 +665,116 @@ class _Lowering:
             if refs:
                 context.values[result] = TtgirRegion(frozenset(refs))
         return end
+
+
+def position_of(module: TtgirModule, op: Op) -> str | None:
+    """The Python ``file:line:column`` of an op, from its ``loc(...)``."""
+    loc = op.loc[4:-1] if op.loc and op.loc.startswith("loc(") else None
+    if not loc:
+        return None
+    reference = _LOC_REF.search(loc)
+    position = module.locations.get(loc) or (module.locations.get(reference.group(0)) if reference else None)
+    if position is None:
+        inline = re.search(r'"([^"]+)":(\d+):(\d+)', loc)
+        position = f"{inline.group(1)}:{inline.group(2)}:{inline.group(3)}" if inline else None
+    return position
+
+
+def source_of(module: TtgirModule, op: Op) -> str | None:
+    """The Python ``file:line`` of an op."""
+    position = position_of(module, op)
+    return position.rsplit(":", 1)[0] if position else None
+
+
+# op -> the class of async operand the PTX front end asks extents for
+_EXTENT_CLASSES = {
+    "ttng.async_tma_copy_global_to_local": "tma_load", "ttng.async_tma_gather": "tma_load",
+    "ttng.async_tma_copy_local_to_global": "tma_store", "ttng.async_tma_reduce": "tma_store",
+    "ttng.async_tma_scatter": "tma_store", "ttng.warp_group_dot": "mma", "ttng.tc_gen5_mma": "mma",
+    "ttng.tc_gen5_mma_scaled": "mma", "ttng.tmem_copy": "tmem_copy",
+}
+_MEMDESC = re.compile(r"memdesc<[^>]*>")
+
+
+def async_operand_extents(text: str) -> dict[tuple[str, str], int]:
+    """(Python ``file:line:column`` or ``file:line``, class) -> the most bytes any shared-memory operand of
+    an async op of that class at that place covers (the memdesc shape times the element size; for TMA, what
+    one message can move).
+
+    The PTX front end uses it to bound a TMA box or an MMA operand, which the PTX does not show: every
+    instruction Triton lowers such an op to starts inside the operand and ends before its end. A place
+    with an operand of unknown size gets no entry. Only the alias and location definitions and the lines
+    of async ops are read, so this is cheap next to a full parse.
+    """
+    raw_locations, aliases = {}, {}
+    ops = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            name, _, value = line.partition("=")
+            (raw_locations if name.startswith("#loc") else aliases)[name.strip()] = value.strip()
+        elif "ttng." in line:
+            name = next((n for n in _EXTENT_CLASSES if n + " " in line), None)
+            if name is not None:
+                ops.append(line)
+    module = TtgirModule({}, _resolve_locations(raw_locations), {a for a, v in aliases.items()
+                                                                    if "tensor_memory" in v}, "", aliases)
+    extents: dict[tuple[str, str], int] = {}
+    unknown: set[tuple[str, str]] = set()
+    for line in ops:
+        body, loc = _strip_loc(line)
+        name = next(n for n in _EXTENT_CLASSES if n + " " in body)
+        _, types = _split_top(body, " : ")
+        position = position_of(module, Op(name, [], [], "", types or "", 0, line, loc))
+        if not position:
+            continue
+        kind = _EXTENT_CLASSES[name]
+        memdescs = [m for m in _MEMDESC.findall(types or "")
+                    if not any(a in m for a in module.tensor_memory_aliases) and "tensor_memory" not in m]
+        sizes = [_tma_box_bytes(m, module) if kind in ("tma_load", "tma_store") else _memdesc_bytes(m)
+                 for m in memdescs]
+        for key in ((position, kind), (position.rsplit(":", 1)[0], kind)):  # by column, and by line
+            if not sizes or None in sizes:
+                unknown.add(key)
+            else:
+                extents[key] = max(extents.get(key, 0), max(sizes))
+    return {key: size for key, size in extents.items() if key not in unknown}
+
+
+_TMA_BOX_DIM = 256  # a TMA box has at most 256 elements in each dimension
+
+
+def _tma_box_bytes(memdesc: str, module: TtgirModule) -> int | None:
+    """The most bytes one TMA message can move to or from this buffer: the buffer, capped by the hardware's
+    box limits (256 elements per dimension; with a swizzled layout, the swizzle width in the innermost one).
+    Triton splits a larger copy into several messages, each starting at its own address."""
+    size = _memdesc_bytes(memdesc)
+    match = re.search(r"memdesc<([\dx]+)x([a-zA-Z][\w]*)", memdesc)
+    bits = re.search(r"(\d+)", match.group(2)) if match else None
+    if size is None or not bits:
+        return size
+    dims = [int(d) for d in match.group(1).split("x")]
+    element = max(int(bits.group(1)) // 8, 1)
+    layout = next((module.aliases[a] for a in re.findall(r"#[\w]+", memdesc) if a in module.aliases), memdesc)
+    swizzle = re.search(r"swizzlingByteWidth\s*=\s*(\d+)", layout)
+    inner = int(swizzle.group(1)) // element if swizzle and int(swizzle.group(1)) > 0 else _TMA_BOX_DIM
+    transposed = re.search(r"transposed\s*=\s*(true|false)", layout)
+    ends = {0 if transposed.group(1) == "true" else len(dims) - 1} if swizzle and transposed else {0, len(dims) - 1}
+    best = 0
+    for contiguous in ends:  # the contiguous dimension: the last one, or the first if transposed
+        count = 1
+        for i, dim in enumerate(dims):
+            count *= min(dim, inner if i == contiguous else _TMA_BOX_DIM)
+        best = max(best, count * element)
+    return min(size, best)
+
+
+def _flag(text: str, name: str) -> bool:
+    """A boolean attribute: present as a unit attribute or ``= true`` (``= false`` and absent are false)."""
+    if name not in text:
+        return False
+    match = re.search(rf"(?<![\w.\-\"%#]){re.escape(name)}(?![\w\-\"])(\s*=\s*(\w+))?", text)
+    return match is not None and (match.group(2) is None or match.group(2) in ("true", "1"))
 
 
 def _terminator_operands(region: Region, name: str) -> list[list[str]]:
