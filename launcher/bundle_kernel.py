@@ -351,6 +351,27 @@ class BundleKernel:
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel {self.name!r} is launched as kernel[grid](*args, **kwargs)")
 
+    def _prepare_launch(self, grid, args, kwargs):
+        """launcher.prepare(k, grid, *args, **kwargs) of a bundled kernel: the variant this call
+        chooses, loaded on the current device, as a PreparedLaunch (launcher.prepared)."""
+        from launcher.prepared import PreparedLaunch
+        from launcher.triton_adapter import EMPTY, Parameter
+
+        if self.entry.layers:
+            raise TypeError(f"kernel {self.name!r}: prepare() of a bundled kernel with @triton.autotune or "
+                            "@triton.heuristics layers is not supported (new arguments could need another "
+                            "choice); launch it as kernel[grid](...)")
+        bound, options, stream = self._bind(*args, **kwargs)
+        device = _current_device()
+        variant, values = self._prepare(bound, options, self._arch(device))
+        function = self._load(variant, device)
+        params = tuple(Parameter(p.name, V.decode_constant(p.default) if p.has_default else EMPTY, p.constexpr,
+                                 p.do_not_specialize, p.do_not_specialize_on_alignment) for p in self.params)
+        entry = self._entry(variant, device, bound, values)
+        stream_fn = entry.stream if stream is None else (lambda: _stream_of(stream))
+        return PreparedLaunch(variant.spec, params, tuple(values), dict(options or {}), grid, function=function,
+                              stream=stream_fn, device=device, convert=addresses)
+
     # -- choosing --
     def _prepare(self, args, options, arch):
         """(Variant, the completed arguments) for a call's bound arguments."""
@@ -561,13 +582,9 @@ _said_no_ptx = [False]
 
 def fence_policy() -> str:
     """The policy install() set, if installed; else $LAUNCHER_FENCE_CHECK (default warn)."""
-    import importlib
+    from launcher.install import fence_policy as policy
 
-    install = importlib.import_module("launcher.install")  # the module (launcher.install is the function)
-    state = install._state  # read-only: install() owns it
-    if state:
-        return state["fence"].policy
-    return install._fence_policy(None)
+    return policy()
 
 
 def fence_checker_id() -> str:

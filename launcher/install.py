@@ -39,6 +39,15 @@ def is_installed() -> bool:
     return bool(_state)
 
 
+def fence_policy() -> str:
+    """The fence policy in effect: the one install() set when installed, else
+    $LAUNCHER_FENCE_CHECK (off, warn or error; default warn). Bundled kernels follow it too."""
+    with _lock:
+        if _state:
+            return _state["fence"].policy
+    return _fence_policy(None)
+
+
 def _fence_policy(policy: str | None) -> str:
     """The policy given as the fence_check argument, else $LAUNCHER_FENCE_CHECK, else "warn"; an
     invalid one is named where it came from (the argument or the environment variable)."""

@@ -44,7 +44,8 @@ _MISSING = object()
 
 def prepare(kernel, grid, *args, **kwargs) -> "PreparedLaunch":
     """A PreparedLaunch of `kernel[grid](*args, **kwargs)`: kernel is a @triton.jit function
-    (possibly under @triton.autotune / @triton.heuristics) or a bundle kernel."""
+    (possibly under @triton.autotune / @triton.heuristics) or a bundled kernel
+    (launcher.load_bundle), which chooses its variant as its own call would."""
     own = getattr(kernel, "_prepare_launch", None)
     if own is not None:  # a bundle kernel prepares itself
         return own(grid, args, kwargs)
@@ -130,7 +131,7 @@ class PreparedLaunch:
     release: gives the module back (close(), or when the prepared launch is collected)."""
 
     def __init__(self, spec, params, values, options, grid, *, function, stream, device=None, runtime=None,
-                 layers=(), compiled=None, release=None, dry_run=False):
+                 layers=(), compiled=None, release=None, convert=None, dry_run=False):
         self.spec = spec
         self.compiled = compiled
         self.params = params
@@ -143,6 +144,7 @@ class PreparedLaunch:
         self._runtime = runtime
         self._dry_run = dry_run
         self._release = release
+        self._convert = convert  # what the launcher takes for an argument (bundles: arrays as addresses)
         self._check = AssumptionCheck(spec)
         self._check(values)  # the prepared arguments themselves must fit (they chose the kernel)
         self._launcher = CudaLauncher.from_spec(spec, global_allocator=A.global_scratch_allocator,
@@ -152,7 +154,8 @@ class PreparedLaunch:
         self._constexprs = {i: values[i] for i, a in enumerate(spec.args) if a.kind == "constexpr"}
         self._bound = None
         if not dry_run and not self._needs_general_path():
-            plan, buf, keep = self._launcher.pack(*self.grid, 0, function, spec.packed_metadata, *values)
+            plan, buf, keep = self._launcher.pack(*self.grid, 0, function, spec.packed_metadata,
+                                                  *self._for_launcher(values))
             self._bound = (driver.bind(plan, buf), buf, keep, plan)
         self.__class__ = _prepared_class(self)
 
@@ -239,7 +242,11 @@ class PreparedLaunch:
                     self._runtime.launch_enter_hook is not None:  # as CompiledKernel.launch_metadata
                 md = A.launch_metadata(self.compiled, self.function, (gx, gy, gz), s, values)
         run = self._launcher.dry_run if self._dry_run else self._launcher
-        return run(gx, gy, gz, s, self.function, self.spec.packed_metadata, md, enter, leave, *values)
+        return run(gx, gy, gz, s, self.function, self.spec.packed_metadata, md, enter, leave,
+                   *self._for_launcher(values))
+
+    def _for_launcher(self, values):
+        return values if self._convert is None else tuple(self._convert(v) for v in values)
 
     def _failed(self, status, buf):
         self._launcher._launch_failed(status, buf)
@@ -267,8 +274,8 @@ def _param_checks(p) -> list | None:
                 found = address_and_dtype(value)
             except TypeError:
                 found = None
-            if found is None or not hasattr(value, "dtype"):
-                return None
+            if found is None or not hasattr(value, "dtype") or not callable(getattr(value, "data_ptr", None)):
+                return None  # __cuda_array_interface__ objects: the general path converts them
             checks.append(("pointer", (value.__class__, value.dtype, path in aligned)))
         elif arg.type in S.INT_RANGES and arg.type not in ("i1", "u1"):
             lo, hi = S.INT_RANGES[arg.type]

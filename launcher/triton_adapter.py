@@ -32,6 +32,16 @@ def triton_version() -> tuple:
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
+@functools.lru_cache(maxsize=None)
+def triton_release() -> tuple:
+    """(major, minor, patch) of the installed Triton: where a fix landed in a patch release
+    (3.7.1 fences what 3.7.0 leaves unfenced)."""
+    import triton
+
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", triton.__version__)
+    return tuple(int(g) for g in m.groups()) if m else triton_version() + (0,)
+
+
 def is_supported() -> bool:
     return SUPPORTED[0] <= triton_version() <= SUPPORTED[1]
 

@@ -1,8 +1,9 @@
 """`python -m launcher demo` shows the fence check's point on every supported Triton:
 
 - Triton 3.6 compiles the Gluon TMA-store kernel without the fence: an error with the Python line.
-- Triton 3.7, 3.8 and 3.9 insert the fence themselves: the demo says so, names the PTX line of the
-  compiler's fence, and shows the error the checker gives for the same PTX without it.
+- Triton 3.7.1 and later insert the fence themselves: the demo says so, names the PTX line of the
+  compiler's fence, and shows the error the checker gives for the same PTX without it (3.7.0 does
+  not fence it yet: docs/fence.md).
 """
 import dataclasses
 import inspect
@@ -15,6 +16,7 @@ import pytest
 from launcher import demo, fence, triton_adapter
 
 VERSION = triton_adapter.triton_version()
+RELEASE = triton_adapter.triton_release()
 TMA_STORE_LINE = next(i for i, text in enumerate(inspect.getsource(demo).splitlines(), 1)
                       if text.strip() == "tma_store(desc, [0, 0], smem)")
 PYTHON_LINE = f"demo.py:{TMA_STORE_LINE}"
@@ -38,7 +40,7 @@ def test_plain_and_fenced_kernels_are_clean(results):
         assert results[label].verdict == "clean", (label, results[label].report.format_text())
 
 
-@pytest.mark.skipif(VERSION != (3, 6), reason="Triton 3.6 emits the unfenced PTX")
+@pytest.mark.skipif(RELEASE >= (3, 7, 1), reason="Triton 3.6 and 3.7.0 emit the unfenced PTX")
 def test_on_triton_36_the_missing_fence_is_an_error_with_the_python_line(results):
     result = _unfenced(results)
     assert result.verdict == "1 missing fence(s)"
@@ -50,7 +52,7 @@ def test_on_triton_36_the_missing_fence_is_an_error_with_the_python_line(results
     assert PYTHON_LINE in text and "fence_async_shared()" in text
 
 
-@pytest.mark.skipif(VERSION < (3, 7), reason="Triton 3.7+ inserts the fence")
+@pytest.mark.skipif(RELEASE < (3, 7, 1), reason="Triton 3.7.1+ inserts the fence")
 def test_on_triton_37_to_39_the_compiler_fence_is_shown_and_taking_it_out_is_an_error(results):
     result = _unfenced(results)
     assert result.verdict == "fenced by the compiler"

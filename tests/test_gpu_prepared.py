@@ -173,3 +173,24 @@ def test_the_prepared_kernel_stays_loaded_after_triton_lets_go():
     p(x, y, out, n)
     torch.cuda.synchronize()
     assert torch.equal(out, x + y)
+
+
+def test_a_bundled_kernel_prepares_like_its_triton_function(tmp_path):
+    n = 4096
+    x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+    out, want = torch.empty(n, device="cuda"), torch.empty(n, device="cuda")
+    with launcher.installed():
+        ck = K.add_kernel[(n // 1024,)](x, y, want, n, BLOCK=1024)
+    path = tmp_path / "add.bundle"
+    launcher.export(path, ck)
+    bundle = launcher.load_bundle(path)
+    p = launcher.prepare(bundle.add_kernel, (n // 1024,), x, y, out, n, BLOCK=1024)
+    p()
+    torch.cuda.synchronize()
+    assert torch.equal(out, want)
+    a = torch.rand(n, device="cuda")
+    p(a, y, out, n)
+    torch.cuda.synchronize()
+    assert torch.equal(out, a + y)
+    with pytest.raises(launcher.AssumptionError, match="parameter 'x_ptr'"):
+        p(a[1:], y[1:], out[1:], n - 16)

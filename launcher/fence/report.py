@@ -1,7 +1,6 @@
 """Findings and reports of the fence checker."""
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 
 from .dataflow import Hazard, Instruction, Scope
@@ -67,9 +66,6 @@ class Report:
         """"error" if any finding is an error, else "unknown" if any is unknown, else "clean"."""
         severities = {f.severity for f in self.findings}
         return ERROR if ERROR in severities else UNKNOWN if UNKNOWN in severities else CLEAN
-
-    def to_json(self) -> str:
-        return json.dumps([f.to_dict() for f in self.findings], indent=2)
 
     def format_text(self) -> str:
         if not self.findings:
