@@ -60,10 +60,11 @@ def main():
     rows["ours: generated fn called directly"] = timeit(lambda: gen(L, 1, 1, 1, s, fn, md, None, None, None, *args))
     rows["ours: L(...) again"] = timeit(lambda: L(1, 1, 1, s, fn, md, None, None, None, *args))
     rows["cffi call of a no-op C function"] = timeit(lib.launcher_last_bad_param)
-    plan, buf = L._keepalive[3], bound.buffer
+    plan, buf = type(L)._plan, bound.buffer
     out = ffi.new("char[]", 64)
-    rows["C launch entry, dry run (no driver)"] = timeit(lambda: lib.launcher_launch(plan, buf, out))
-    rows["C launch entry, real"] = timeit(lambda: lib.launcher_launch(plan, buf, ffi.NULL))
+    rows["C launch entry, dry run (no driver)"] = timeit(lambda: lib.launcher_dry_run(plan, buf, len(buf), out, 64))
+    rows["C launch entry, real"] = timeit(lambda: lib.launcher_launch(plan, buf, len(buf)))
+    rows["C bound launch"] = timeit(bound)
     for who, ck in (("stock", stock), ("ours", ours), ("stock", stock), ("ours", ours)):
         # Only the kernel cache (key -> CompiledKernel): the key cache beside it maps to key
         # strings, and overwriting those made Triton compile a new kernel with our launcher.

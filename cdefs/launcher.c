@@ -454,9 +454,15 @@ done:
     return rc;
 }
 
-int launcher_launch(const launcher_plan *plan, const char *args, size_t args_len,
-                    char *dry_run_out, size_t out_len) {
-    return launch_impl(plan, args, args_len, dry_run_out, out_len, 1);
+int launcher_launch(const launcher_plan *plan, const char *args, size_t args_len) {
+    return launch_impl(plan, args, args_len, NULL, 0, 1);
+}
+
+int launcher_dry_run(const launcher_plan *plan, const char *args, size_t args_len, char *out,
+                     size_t out_len) {
+    if (!out)
+        return LAUNCHER_ERROR_BAD_BUFFER;
+    return launch_impl(plan, args, args_len, out, out_len, 1);
 }
 
 int launcher_launch_repeat(const launcher_plan *plan, const char *args, size_t args_len, int count) {
@@ -575,17 +581,29 @@ int launcher_bound_launch(launcher_bound *b, uint64_t stream) {
 
 /* ---- tensor maps ---- */
 int launcher_encode_tiled(char *out_128_bytes, int elem_type, uint32_t rank, uint64_t global_address,
-                          const uint64_t *dims, const uint64_t *byte_strides, const uint32_t *box,
-                          const uint32_t *elem_strides, int interleave, int swizzle,
+                          const char *geometry, size_t geometry_len, int interleave, int swizzle,
                           int l2_promotion, int oob_fill) {
     int rc = launcher_driver_init();
     if (rc != 0)
         return rc;
+    launcher_tensor_map_geometry g;
+    if (geometry_len != sizeof g)
+        return LAUNCHER_ERROR_BAD_BUFFER;
+    memcpy(&g, geometry, sizeof g);
     if (rank < 1 || rank > 5)
         return CUDA_ERROR_INVALID_VALUE;
+    if (global_address) {
+        CUcontext ctx = NULL;
+        uint64_t translated;
+        if ((rc = current_context(&ctx, 0)) != CUDA_SUCCESS)
+            return rc;
+        rc = check_pointer(ctx, global_address, range_gen(), &translated);
+        if (rc != CUDA_SUCCESS)
+            return rc == CUDA_ERROR_INVALID_VALUE ? LAUNCHER_ERROR_BAD_POINTER : rc;
+    }
     _Alignas(128) unsigned char map[128];
-    rc = cu.cuTensorMapEncodeTiled(map, elem_type, rank, (void *)(uintptr_t)global_address, dims,
-                                   byte_strides, box, elem_strides, interleave, swizzle,
+    rc = cu.cuTensorMapEncodeTiled(map, elem_type, rank, (void *)(uintptr_t)global_address, g.dims,
+                                   g.byte_strides, g.box, g.elem_strides, interleave, swizzle,
                                    l2_promotion, oob_fill);
     if (rc == CUDA_SUCCESS)
         memcpy(out_128_bytes, map, 128);

@@ -89,17 +89,20 @@ launcher_plan *launcher_plan_new(int n_params, const int *offsets, const int *si
                                  int *where);
 void launcher_plan_free(launcher_plan *plan);
 
-/* Bytes launcher_launch writes to dry_run_out: the sum of the parameter sizes. */
+/* Bytes launcher_dry_run writes: the sum of the parameter sizes. */
 int launcher_plan_dry_run_size(const launcher_plan *plan);
 
 /* Launch one kernel with the packed buffer `args` (args_len bytes: exactly the plan's
  * args_size).  Pointers are checked and translated, then cuLaunchKernelEx is called.  A grid
- * with a zero or negative dimension launches nothing.  With dry_run_out != NULL nothing
- * touches the driver: the bytes each kernel parameter would receive are written there, one
- * after another (out_len must be at least launcher_plan_dry_run_size).
- * Returns 0, a CUresult, or LAUNCHER_ERROR_*. */
-int launcher_launch(const launcher_plan *plan, const char *args, size_t args_len,
-                    char *dry_run_out, size_t out_len);
+ * with a zero or negative dimension launches nothing.  Returns 0, a CUresult, or
+ * LAUNCHER_ERROR_*. */
+int launcher_launch(const launcher_plan *plan, const char *args, size_t args_len);
+
+/* Everything launcher_launch does but touching the driver: the bytes each kernel parameter
+ * would receive are written to out, one after another (out_len must be at least
+ * launcher_plan_dry_run_size). */
+int launcher_dry_run(const launcher_plan *plan, const char *args, size_t args_len, char *out,
+                     size_t out_len);
 
 /* The benchmarks' floor: the same launch `count` times in one C loop. */
 int launcher_launch_repeat(const launcher_plan *plan, const char *args, size_t args_len, int count);
@@ -131,11 +134,21 @@ uint64_t launcher_current_context(int device, int *status);
  * none); *status gets 0 or a status code. */
 int launcher_current_device(int *status);
 
-/* cuTensorMapEncodeTiled, passed through as it is (dimensions innermost first, byte strides of
- * the rank-1 outer dimensions); Python applies Triton's conventions. */
+/* The geometry of a tiled tensor map in cuTensorMapEncodeTiled's order: dimensions innermost
+ * first, the byte strides of dimensions 1 to rank-1, the box, the element strides. */
+typedef struct {
+    uint64_t dims[5];
+    uint64_t byte_strides[5];
+    uint32_t box[5];
+    uint32_t elem_strides[5];
+} launcher_tensor_map_geometry;
+
+/* cuTensorMapEncodeTiled into out_128_bytes, passed through as it is (Python applies Triton's
+ * conventions).  `geometry` holds a launcher_tensor_map_geometry (geometry_len bytes).  A
+ * non-zero global_address is checked first, as pointer arguments are: LAUNCHER_ERROR_BAD_POINTER
+ * when the current context cannot reach it. */
 int launcher_encode_tiled(char *out_128_bytes, int elem_type, uint32_t rank, uint64_t global_address,
-                          const uint64_t *dims, const uint64_t *byte_strides, const uint32_t *box,
-                          const uint32_t *elem_strides, int interleave, int swizzle,
+                          const char *geometry, size_t geometry_len, int interleave, int swizzle,
                           int l2_promotion, int oob_fill);
 
 /* Pointer-range cache: hits (this thread) and driver queries (all threads); clear forgets

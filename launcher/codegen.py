@@ -33,7 +33,7 @@ TEMPLATES = {
     "launch": _HEAD + '''\
     if launch_enter_hook is not None:
         launch_enter_hook(launch_metadata)
-    status = c_launch(plan, buf, SIZE, NULL, 0)
+    status = c_launch(plan, buf, SIZE)
     if status:
         self._launch_failed(status, buf)
     if launch_exit_hook is not None:
@@ -43,7 +43,7 @@ TEMPLATES = {
     if launch_enter_hook is not None:
         launch_enter_hook(launch_metadata)
     out = new_out()
-    status = c_launch(plan, buf, SIZE, out, OUT_SIZE)
+    status = c_dry_run(plan, buf, SIZE, out, OUT_SIZE)
     if status:
         self._launch_failed(status, buf)
     if launch_exit_hook is not None:
@@ -179,13 +179,13 @@ _PREPARED_HOOKS = '''\
 
 _PREPARED_LAUNCH = {
     "launch": '''\
-    status = c_launch(PLAN, buf, SIZE, NULL, 0)
+    status = c_launch(PLAN, buf, SIZE)
     if status:
         _p._failed(status, buf)
 ''',
     "dry_run": '''\
     out = new_out()
-    status = c_launch(PLAN, buf, SIZE, out, OUT_SIZE)
+    status = c_dry_run(PLAN, buf, SIZE, out, OUT_SIZE)
     if status:
         _p._failed(status, buf)
     return split(out)
@@ -203,11 +203,25 @@ _PREPARED_SAME_ARGS = {
 }
 
 
+PREPARED_SAME_ONLY = '''\
+def __call__(_p, *args, **kwargs):
+    """p() launches the prepared arguments; p(*args) goes through _p.launch, which checks new
+    ones against what the kernel was compiled for (generated for this prepared launch)."""
+{hooks}    if args or kwargs:
+        return _p.launch(*args, **kwargs)
+{same_args}
+'''
+
+
 def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
     """The __call__ of one prepared launch. params: for each kernel parameter, (kind, check)
     where kind is "pointer", "int", "float", "bool" or "constexpr" and check the data its test
-    needs (see launcher.prepared). Anything the fast tests do not pass goes to _p.launch,
-    which checks and explains."""
+    needs (see launcher.prepared); None where new arguments have no fast path (only p() has).
+    Anything the fast tests do not pass goes to _p.launch, which checks and explains."""
+    if params is None:
+        return _compile_prepared(mode, PREPARED_SAME_ONLY.format(
+            hooks=_PREPARED_HOOKS if namespace.get("RUNTIME") is not None else "",
+            same_args=_PREPARED_SAME_ARGS[mode].replace("            ", "    ")), dict(namespace))
     ns = dict(namespace)
     lines, values = [], []
     names = [f"a{i}" for i in range(len(params))]
@@ -262,6 +276,10 @@ def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
         hooks=_PREPARED_HOOKS if ns.get("RUNTIME") is not None else "",
         same_args=_PREPARED_SAME_ARGS[mode], unpack=unpack, checks="".join(x + "\n" for x in lines),
         grid=grid, values=", ".join(values + ["0", "0"]), launch=_PREPARED_LAUNCH[mode])
+    return _compile_prepared(mode, source, ns)
+
+
+def _compile_prepared(mode, source, ns):
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     filename = f"<launcher generated prepared {mode} {digest}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)

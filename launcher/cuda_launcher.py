@@ -141,7 +141,7 @@ class CudaLauncher:
         plan, buf, _keep = self._pack_planned(grid_x, grid_y, grid_z, stream, function, kernel_metadata, args)
         if launch_enter_hook is not None:
             launch_enter_hook(launch_metadata)
-        status = self._c_launch(plan, buf, len(buf), self._null, 0)
+        status = self._c_launch(plan, buf, len(buf))
         if status:
             self._launch_failed(status, buf)
         if launch_exit_hook is not None:
@@ -167,7 +167,7 @@ class CudaLauncher:
         if launch_enter_hook is not None:
             launch_enter_hook(launch_metadata)
         out = self._new_out()
-        status = self._c_launch(plan, buf, len(buf), out, self._out_size)
+        status = self._c_dry_run(plan, buf, len(buf), out, self._out_size)
         if status:
             self._launch_failed(status, buf)
         if launch_exit_hook is not None:
@@ -295,7 +295,7 @@ def clear_launcher_cache() -> None:
 
 def _make_shape_class(spec) -> type:
     ffi, _ = driver.native()
-    c_launch = driver.launch_entry()
+    c_launch, c_dry_run = driver.launch_entries()
     layout = spec.layout
     plan = native_plan(spec, *spec.packed_metadata)
     out_size = driver.dry_run_size(plan)
@@ -329,7 +329,7 @@ def _make_shape_class(spec) -> type:
     namespace = {
         "pack_all": pack_all, "pack_head": head.pack, "pack_scratch": pack_scratch,
         "PLAN": plan, "PACKED_METADATA": spec.packed_metadata, "SIZE": layout.size,
-        "OUT_SIZE": out_size, "NULL": ffi.NULL, "c_launch": c_launch,
+        "OUT_SIZE": out_size, "c_launch": c_launch, "c_dry_run": c_dry_run,
         "new_out": new_out, "split": split, "TensorMap": TensorMap, "tensormap_bytes": tensormap_bytes,
         "index": operator.index, "is_sequence": _is_sequence, "NUM_CTAS": spec.num_ctas,
         "GLOBAL_ALIGN": spec.global_scratch[1], "PROFILE_ALIGN": spec.profile_scratch[1],
@@ -338,7 +338,7 @@ def _make_shape_class(spec) -> type:
         "_spec": spec, "_plan": plan, "_other_plans": {}, "_lock": threading.Lock(), "_code": {},
         "_launches": 0, "_namespace": namespace, "_encoders": encoders,
         "_pack_all": staticmethod(pack_all),
-        "_c_launch": staticmethod(c_launch), "_null": ffi.NULL,
+        "_c_launch": staticmethod(c_launch), "_c_dry_run": staticmethod(c_dry_run),
         "_new_out": staticmethod(new_out), "_split": staticmethod(split), "_out_size": out_size,
     }
     return type(f"CudaLauncher[{len(layout.args)} args, {len(layout.params)} params]", (CudaLauncher,), attrs)

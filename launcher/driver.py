@@ -13,6 +13,7 @@ libcuda.so.1 with dlopen only when something is launched; cuda.bindings is impor
 from __future__ import annotations
 
 import functools
+import struct
 import threading
 
 __all__ = ["CudaError", "CudaDriverNotFound", "PlanError", "native", "error", "check"]
@@ -212,9 +213,11 @@ def dry_run_size(plan) -> int:
     return native()[1].launcher_plan_dry_run_size(plan)
 
 
-def launch_entry():
-    """The C launch entry the generated code calls: (plan, buf, len, dry_run_out, out_len)."""
-    return native()[1].launcher_launch
+def launch_entries() -> tuple:
+    """The C entries the generated code calls: launch (plan, buf, len) and dry run (plan, buf,
+    len, out, out_len)."""
+    lib = native()[1]
+    return lib.launcher_launch, lib.launcher_dry_run
 
 
 def launch_repeat(plan, buf: bytes, count: int) -> int:
@@ -247,20 +250,47 @@ def pointer_cache_clear() -> None:
     native()[1].launcher_pointer_cache_clear()
 
 
+def struct_format(ctype: str) -> str:
+    """The `struct` format (little-endian, no padding) of a C struct of the native header, read
+    from ffi, so that Python packs it without repeating its layout."""
+    ffi, _ = native()
+    codes = {"uint64_t": "Q", "int64_t": "q", "uint32_t": "I", "int32_t": "i"}
+    t = ffi.typeof(ctype)
+    fmt = "<"
+    for _, f in t.fields:
+        if f.type.kind == "array":
+            fmt += f"{f.type.length}{codes[f.type.item.cname]}"
+        else:
+            fmt += codes[f.type.cname]
+    if struct.calcsize(fmt) != ffi.sizeof(t):
+        raise ImportError(f"{ctype} has padding the packer does not know: rebuild launcher")
+    return fmt
+
+
+@functools.lru_cache(maxsize=None)
+def _geometry():
+    return struct.Struct(struct_format("launcher_tensor_map_geometry")).pack
+
+
 def encode_tensor_map_tiled(elem_type: int, global_address: int, dims, byte_strides, box,
                             elem_strides, interleave: int, swizzle: int, l2_promotion: int,
                             oob_fill: int) -> bytes:
-    """cuTensorMapEncodeTiled as it is (innermost dimension first); returns the 128 bytes."""
+    """cuTensorMapEncodeTiled as it is (innermost dimension first); returns the 128 bytes.
+    Raises ValueError for a global address the current context cannot reach."""
     ffi, lib = native()
-    out = ffi.new("char[128]")
     rank = len(dims)
-    rc = lib.launcher_encode_tiled(
-        out, elem_type, rank, global_address, ffi.new("uint64_t[]", list(dims)),
-        ffi.new("uint64_t[]", list(byte_strides) or [0]), ffi.new("uint32_t[]", list(box)),
-        ffi.new("uint32_t[]", list(elem_strides)), interleave, swizzle, l2_promotion, oob_fill)
+    pad = (0,) * (5 - rank)
+    geometry = _geometry()(*dims, *pad, *byte_strides, *(0,) * (5 - len(byte_strides)), *box, *pad,
+                           *elem_strides, *pad)
+    out = ffi.new("char[128]")
+    rc = lib.launcher_encode_tiled(out, elem_type, rank, global_address, geometry, len(geometry),
+                                   interleave, swizzle, l2_promotion, oob_fill)
+    if rc == lib.LAUNCHER_ERROR_BAD_POINTER:
+        raise ValueError(f"tensor descriptor base {global_address:#x} cannot be accessed from the "
+                         "device (a CPU tensor?)")
     if rc != 0:
         raise error(rc, "cuTensorMapEncodeTiled")
-    return bytes(ffi.buffer(out, 128))
+    return ffi.buffer(out, 128)[:]
 
 
 # ---- the cold path: cuda.bindings ----
@@ -402,13 +432,6 @@ def printf_fifo_size() -> int:
 def set_printf_fifo_size(size: int) -> None:
     cu = _bindings()
     check(cu.cuCtxSetLimit(cu.CUlimit.CU_LIMIT_PRINTF_FIFO_SIZE, size), "cuCtxSetLimit")
-
-
-def pointer_is_reachable(address: int) -> bool:
-    """Whether the current context can reach `address` (device or mapped host memory)."""
-    cu = _bindings()
-    err, _ = cu.cuPointerGetAttribute(cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address)
-    return int(err) != int(cu.CUresult.CUDA_ERROR_INVALID_VALUE)
 
 
 def pointer_owner(address: int) -> tuple:

@@ -37,6 +37,7 @@ _state: dict = {}  # while enabled: the original JITFunction.run
 _guards: "weakref.WeakSet" = weakref.WeakSet()
 _fallbacks: collections.Counter = collections.Counter()
 _misses = [0]
+_retired_hits = [0]  # hits of guards taken away by disable(): the counters only grow
 _NO_CACHES = (None,)
 
 
@@ -66,13 +67,15 @@ def disable() -> None:
         _state["cls"].run = _state["run"]
         for guard in list(_guards):
             guard.jit.__dict__.pop("run", None)
+            _retired_hits[0] += guard.hits[0]
         _guards.clear()
         _state.clear()
 
 
 def stats() -> dict:
-    """Hits, misses and fallbacks (with their reasons) since the guard was first enabled."""
-    hits = sum(g.hits[0] for g in list(_guards))
+    """Hits, misses and fallbacks (with their reasons) since the guard was first enabled; the
+    counts only grow (a guard taken away by disable() keeps its hits counted)."""
+    hits = _retired_hits[0] + sum(g.hits[0] for g in list(_guards))
     return {"enabled": enabled(), "guarded kernels": len(_guards), "hits": hits, "misses": _misses[0],
             "fallbacks": dict(_fallbacks)}
 

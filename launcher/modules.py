@@ -90,6 +90,7 @@ class ModuleCache:
         self._by_module: dict = {}  # module handle -> LoadedModule
         self._idle = collections.OrderedDict()  # key -> None, unreferenced, oldest first
         self._key_locks: dict = {}  # key -> Lock held while that key loads
+        self._bytes = 0  # cubin bytes of the loaded modules
         self.stats = CacheStats()
 
     # -- configuration --
@@ -141,6 +142,7 @@ class ModuleCache:
                     entry.refs = 1
                     self._entries[key] = entry
                     self._by_module[entry.module] = entry
+                    self._bytes += entry.size
                     self._update_stats_locked()
             return entry.result()
 
@@ -197,13 +199,15 @@ class ModuleCache:
             self._idle.pop(key, None)
         entry = self._entries.pop(key)
         self._by_module.pop(entry.module, None)
+        self._bytes -= entry.size
         return entry
 
     def _update_stats_locked(self):
+        """The counters, kept in O(1): every entry is held or idle, never both."""
         s = self.stats
         s.modules = len(self._entries)
-        s.held = sum(1 for e in self._entries.values() if e.refs > 0)
-        s.bytes_held = sum(e.size for e in self._entries.values())
+        s.held = len(self._entries) - len(self._idle)
+        s.bytes_held = self._bytes
 
     def _unload(self, entries):
         for entry in entries:

@@ -153,7 +153,7 @@ class PreparedLaunch:
         self.grid = self._grid(values, grid)
         self._constexprs = {i: values[i] for i, a in enumerate(spec.args) if a.kind == "constexpr"}
         self._bound = None
-        if not dry_run and not self._needs_general_path():
+        if not dry_run and self._same_arguments_pack_once():
             plan, buf, keep = self._launcher.pack(*self.grid, 0, function, spec.packed_metadata,
                                                   *self._for_launcher(values))
             self._bound = (driver.bind(plan, buf), buf, keep, plan)
@@ -172,6 +172,14 @@ class PreparedLaunch:
             pass
 
     # -- the general path: bind, check, explain --
+    def _same_arguments_pack_once(self) -> bool:
+        """Whether p() may launch one buffer packed at prepare time: not when each launch must
+        allocate scratch (as Triton does) or run a config's pre_hook."""
+        spec = self.spec
+        if spec.global_scratch[0] or spec.profile_scratch[0]:
+            return False
+        return not any(kind == "autotune" and choice[1].pre_hook is not None for kind, _, choice in self.layers)
+
     def _needs_general_path(self) -> bool:
         """Whether every call must go through `launch` (no fast path for this kernel)."""
         spec = self.spec
@@ -292,14 +300,14 @@ def _param_checks(p) -> list | None:
 def _prepared_class(p) -> type:
     checks = _param_checks(p)
     mode = "dry_run" if p._dry_run else "launch"
-    if checks is None:
+    if checks is None and p._bound is None:
         return type("PreparedLaunch", (PreparedLaunch,), {"__call__": _general_call})
     launcher = p._launcher
     cls = type(launcher)
-    ffi, _ = driver.native()
     ns = {
         "pack_all": cls._namespace["pack_all"], "c_launch": cls._namespace["c_launch"],
-        "PLAN": cls._plan, "SIZE": p.spec.layout.size, "NULL": ffi.NULL, "OUT_SIZE": cls._out_size,
+        "c_dry_run": cls._namespace["c_dry_run"], "PLAN": cls._plan, "SIZE": p.spec.layout.size,
+        "OUT_SIZE": cls._out_size,
         "new_out": cls._new_out, "split": cls._split, "FUNCTION": p.function, "stream": p._stream,
         "GX": p.grid[0], "GY": p.grid[1], "GZ": p.grid[2], "GRID": p.grid_fn,
         "PARAM_NAMES": [x.name for x in p.params],

@@ -59,16 +59,12 @@ FLOATS = ("fp16", "bf16", "fp32", "f32", "fp64")
 def _native_facts():
     """What the native library's header says (cdefs/launcher.h), read from ffi: the struct
     format of the launch header that precedes the parameters in the packed buffer, its size,
-    and the kernel parameter space."""
+    where the stream sits in it, and the kernel parameter space."""
     from launcher import driver
 
     ffi, lib = driver.native()
-    header = ffi.typeof("launcher_header")
-    codes = {"uint64_t": "Q", "int64_t": "q", "uint32_t": "I", "int32_t": "i"}
-    fmt = "".join(codes[f.type.cname] for _, f in header.fields)
-    if struct.calcsize("<" + fmt) != ffi.sizeof(header):
-        raise ImportError("launcher_header has padding the packer does not know: rebuild launcher")
-    return fmt, ffi.sizeof(header), ffi.offsetof(header, "stream"), lib.LAUNCHER_MAX_PARAM_BYTES
+    fmt = driver.struct_format("launcher_header")[1:]
+    return fmt, ffi.sizeof("launcher_header"), ffi.offsetof("launcher_header", "stream"), lib.LAUNCHER_MAX_PARAM_BYTES
 
 
 HEADER_FORMAT, HEADER_SIZE, HEADER_STREAM_AT, MAX_PARAM_BYTES = _native_facts()
@@ -389,12 +385,12 @@ class LaunchSpec:
         return (self.num_warps, self.num_ctas, self.shared)
 
     @functools.cached_property
-    def shape_key(self) -> tuple:
+    def shape_key(self) -> "ShapeKey":
         """What launching depends on: everything but names and the compiler's assumptions.
         Kernels with equal shape keys share one launcher class and its generated code."""
-        return (self.layout, self.num_warps, self.num_ctas, self.cluster_dims, self.shared,
-                self.warp_size, self.launch_cooperative_grid, self.launch_pdl,
-                self.global_scratch, self.profile_scratch, self.conventions)
+        return ShapeKey((self.layout, self.num_warps, self.num_ctas, self.cluster_dims, self.shared,
+                         self.warp_size, self.launch_cooperative_grid, self.launch_pdl,
+                         self.global_scratch, self.profile_scratch, self.conventions))
 
     def param_name(self, index: int) -> str:
         p = self.layout.params[index]
@@ -458,6 +454,22 @@ class LaunchSpec:
 
 
 _NOT_SHAPE = frozenset({"kernel", "arg_names", "arch", "aligned", "constants"})
+
+
+class ShapeKey:
+    """A spec's shape as a dictionary key whose hash is computed once (specs derived from one
+    template share it, so a kernel of a seen shape finds its launcher class without hashing)."""
+
+    __slots__ = ("key", "_hash")
+
+    def __init__(self, key: tuple):
+        self.key, self._hash = key, hash(key)
+
+    def __eq__(self, other):
+        return self is other or isinstance(other, ShapeKey) and self._hash == other._hash and self.key == other.key
+
+    def __hash__(self):
+        return self._hash
 
 
 def _walk(args):

@@ -12,6 +12,7 @@ again.
 from __future__ import annotations
 
 import operator
+import struct
 
 from launcher import driver
 
@@ -24,6 +25,7 @@ _INTERLEAVE_NONE, _L2_PROMOTION_128B = 0, 2
 _OOB_FILL_NONE, _OOB_FILL_NAN = 0, 1
 _BIT21_DRIVERS = 13010  # drivers up to 13.1 get the CUTLASS workaround
 _BIT21_EXTENT = 128 * 1024  # ... for tensors whose last byte lies below 128 KiB
+_ONES = (1, 1, 1, 1, 1)  # element strides
 
 
 class TensorMap:
@@ -86,9 +88,9 @@ def encode_tiled(address: int, swizzle: int, elem_size: int, elem_type: int, blo
     byte_strides = [strides[rank - 2 - i] * elem_size for i in range(rank - 1)]
     try:
         data = driver.encode_tensor_map_tiled(
-            elem_type, address, dims, byte_strides, block[::-1], [1] * rank, _INTERLEAVE_NONE,
+            elem_type, address, dims, byte_strides, block[::-1], _ONES[:rank], _INTERLEAVE_NONE,
             swizzle, _L2_PROMOTION_128B, _OOB_FILL_NAN if padding else _OOB_FILL_NONE)
-    except OverflowError:
+    except (OverflowError, struct.error):
         raise ValueError(f"tensor map shape {shape} or strides {strides} do not fit the driver's "
                          "64-bit sizes") from None
     except driver.CudaError as e:
@@ -143,9 +145,6 @@ class DescriptorEncoder:
                              f"and strides {list(strides)}")
         if strides[-1] != 1:
             raise ValueError(f"the last stride of a TMA tensor descriptor must be 1, got strides {list(strides)}")
-        if address and not driver.pointer_is_reachable(address):
-            raise ValueError(f"tensor descriptor base {address:#x} cannot be accessed from the "
-                             "device (a CPU tensor?)")
         encoded_shape = list(shape)
         if self.fp4_padded:
             encoded_shape[-1] *= 2

@@ -31,7 +31,7 @@ def test_a_good_plan_dry_runs_what_it_was_given():
     buf = bytes(H) + (0x1234).to_bytes(8, "little") + (7).to_bytes(4, "little") + bytes(4)
     ffi, L = driver.native()
     out = ffi.new("char[]", 12)
-    assert L.launcher_launch(p, buf, len(buf), out, 12) == 0
+    assert L.launcher_dry_run(p, buf, len(buf), out, 12) == 0
     assert bytes(ffi.buffer(out, 12)) == buf[H:H + 12]
 
 
@@ -85,8 +85,8 @@ def test_every_entry_refuses_a_buffer_of_the_wrong_size(delta):
     p = plan()
     buf = bytes(H + 16 + delta) if H + 16 + delta > 0 else b""
     out = ffi.new("char[]", 64)
-    for status in (L.launcher_launch(p, buf, len(buf), out, 64),
-                   L.launcher_launch(p, buf, len(buf), ffi.NULL, 0),
+    for status in (L.launcher_dry_run(p, buf, len(buf), out, 64),
+                   L.launcher_launch(p, buf, len(buf)),
                    L.launcher_launch_repeat(p, buf, len(buf), 3)):
         assert status == L.LAUNCHER_ERROR_BAD_BUFFER
         assert isinstance(driver.error(status), PlanError)
@@ -98,12 +98,14 @@ def test_a_dry_run_output_too_small_is_refused():
     ffi, L = driver.native()
     p = plan()
     out = ffi.new("char[]", 11)  # the parameters need 12 bytes
-    assert L.launcher_launch(p, bytes(H + 16), H + 16, out, 11) == L.LAUNCHER_ERROR_BAD_BUFFER
+    assert L.launcher_dry_run(p, bytes(H + 16), H + 16, out, 11) == L.LAUNCHER_ERROR_BAD_BUFFER
+    assert L.launcher_dry_run(p, bytes(H + 16), H + 16, ffi.NULL, 64) == L.LAUNCHER_ERROR_BAD_BUFFER
 
 
 def test_a_null_plan_is_refused():
     ffi, L = driver.native()
-    assert L.launcher_launch(ffi.NULL, bytes(H), H, ffi.new("char[]", 8), 8) == L.LAUNCHER_ERROR_BAD_PLAN
+    assert L.launcher_dry_run(ffi.NULL, bytes(H), H, ffi.new("char[]", 8), 8) == L.LAUNCHER_ERROR_BAD_PLAN
+    assert L.launcher_launch(ffi.NULL, bytes(H), H) == L.LAUNCHER_ERROR_BAD_PLAN
     assert L.launcher_bound_launch(ffi.NULL, 0) == L.LAUNCHER_ERROR_BAD_PLAN
     assert L.launcher_plan_dry_run_size(ffi.NULL) == -1
 
@@ -116,7 +118,7 @@ def test_a_launcher_handed_a_short_buffer_raises_and_survives():
         driver.bind(plan_, buf[:-1])
     ffi, L = driver.native()
     with pytest.raises(PlanError):
-        raise driver.error(L.launcher_launch(plan_, buf[:-8], len(buf) - 8, ffi.new("char[]", 64), 64))
+        raise driver.error(L.launcher_dry_run(plan_, buf[:-8], len(buf) - 8, ffi.new("char[]", 64), 64))
     # and the launcher still works
     assert run.dry_run(1, 1, 1, 0, 0, run.spec.packed_metadata, None, None, None,
                        *C.BY_NAME["vector_add"].args)[3] == (98432).to_bytes(4, "little")

@@ -59,8 +59,10 @@ def main(argv) -> int:
         sys.modules["triton"] = None  # `import triton` fails in this process: the bundle runs without it
         import launcher
 
+        t_import = time.perf_counter()
         bundle = launcher.load_bundle(argv[1])
         kernels = [_bundle_kernel(bundle, n) for n in NAMES]
+        phases = {"import_launcher_ms": (t_import - t0) * 1e3, "load_bundle_ms": (time.perf_counter() - t_import) * 1e3}
     else:
         print(f"unknown mode {mode!r}", file=sys.stderr)
         return 2
@@ -75,6 +77,8 @@ def main(argv) -> int:
     correct = all(torch.equal(out, x * (i + 1) + (i + 0.5)) for i, out in enumerate(outs))
     result = {"mode": mode, "ms": (t1 - t0) * 1e3, "import_ms": (t_loaded - t0) * 1e3, "launch_ms": launch_ms,
               "correct": bool(correct), "triton_imported": sys.modules.get("triton") is not None}
+    if mode == "bundle":
+        result.update(phases, modules_after=sorted(m for m in sys.modules if m.split(".")[0] in ("cuda", "launcher")))
     if mode == "prepare":
         result["exported"] = False
         try:
