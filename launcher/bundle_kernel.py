@@ -134,7 +134,7 @@ def launch(_launcher_grid, /, {signature}):
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, _launcher_options, None)
     _launcher_key = None
     try:
-        _launcher_key = ({keys}_launcher_device())
+{prekeys}        _launcher_key = ({keys}_launcher_device())
         _launcher_entry = _launcher_cache[_launcher_key]
     except KeyError:
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, _launcher_key)
@@ -249,6 +249,10 @@ class _Entry:
         return self.kernel.grid3(grid, args)
 
 
+class _NoTensor:
+    """Stands for torch.Tensor where torch is not there: no argument is of this class."""
+
+
 def _is_array(v) -> bool:
     return getattr(v, "data_ptr", None) is None and getattr(v, "__cuda_array_interface__", None) is not None
 
@@ -313,7 +317,8 @@ class BundleKernel:
     def _generate(self):
         variants, raw = self._variants, self._raw
         signature, stream, namespace = _signature(self.params, self._layer_names, with_extra=True)
-        keys = []
+        keys, prekeys = [], []
+        torch = sys.modules.get("torch") if _torch_cuda() and _torch_raw else None  # tensors keyed inline
         for i, p in enumerate(self.params):
             kinds = {v.spec.args[i].kind for v in variants}
             types = {v.spec.args[i].type for v in variants}
@@ -323,16 +328,28 @@ class BundleKernel:
                 fn = raw_key
             elif kinds == {"pointer"}:
                 fn = key_of_pointer
+                if torch is not None:  # torch tensors inline: (dtype, aligned); anything else as key_of_pointer
+                    prekeys += [f"        if {p.name}.__class__ is _launcher_TENSOR:",
+                                f"            _launcher_v{i} = ({p.name}.dtype, not {p.name}.data_ptr() & 15)",
+                                "        else:",
+                                f"            _launcher_v{i} = _launcher_k{i}({p.name})"]
             elif kinds <= {"scalar", "constexpr"} and types - {"constexpr"} <= set(S.INT_RANGES) - {"i1", "u1"}:
-                fn = key_of_int
+                fn = key_of_int  # ints in the i32 range inline: 1, or 2 to 5 by sign and divisibility by 16
+                prekeys += [f"        if {p.name}.__class__ is int and -2147483648 <= {p.name} <= 2147483647:",
+                            f"            _launcher_v{i} = 1 if {p.name} == 1 else 2 + ({p.name} < 0) * 2 + (not {p.name} & 15)",
+                            "        else:",
+                            f"            _launcher_v{i} = _launcher_k{i}({p.name})"]
             else:
                 fn = key_of
             namespace[f"_launcher_k{i}"] = fn
-            keys.append(f"_launcher_k{i}({p.name}), ")
+            keys.append(f"_launcher_v{i}, " if prekeys and prekeys[-1].endswith(f"_launcher_k{i}({p.name})")
+                        else f"_launcher_k{i}({p.name}), ")
         positional = sum(1 for p in self.params if not p.keyword_only)
-        namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache, _launcher_device=_current_device,
-                         _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many)
-        source = _TEMPLATE.format(signature=signature, stream=stream, count=positional,
+        namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache,
+                         _launcher_device=_torch_raw[0] if _torch_raw else _current_device,
+                         _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many,
+                         _launcher_TENSOR=torch.Tensor if torch is not None else _NoTensor)
+        source = _TEMPLATE.format(signature=signature, stream=stream, count=positional, prekeys="".join(x + "\n" for x in prekeys),
                                   names="".join(f"{n}, " for n in self.names), keys="".join(keys))
         self._call = _compile(source, "launch", namespace, self.name)
         return self._call
@@ -473,7 +490,10 @@ class BundleKernel:
         uses_torch = torch is not None and any(isinstance(v, torch.Tensor) or isinstance(getattr(v, "base", None),
                                                                                           torch.Tensor)
                                                for v in _leaves(values))
-        stream = functools.partial(_torch_stream, device) if uses_torch else _default_stream
+        if uses_torch:  # torch's raw current-stream function where there is one
+            stream = functools.partial(_torch_raw[1] if _torch_raw else _torch_stream, device)
+        else:
+            stream = _default_stream
         return _Entry(self, variant, self._launcher(variant), function, fills, arrays, stream)
 
     def _load(self, variant, device):
@@ -545,21 +565,30 @@ _torch_raw = []  # [torch._C's current-device and current-raw-stream functions],
 _torch_without_cuda = []  # [True] once an imported torch was found to have no CUDA (a CPU build)
 
 
+def _torch_cuda() -> bool:
+    """Whether an imported torch has CUDA; the first time it does, keep its raw device and stream functions."""
+    if _torch_raw:
+        return True
+    torch = sys.modules.get("torch")
+    if torch is None or _torch_without_cuda:
+        return False
+    if not torch.cuda.is_available():
+        _torch_without_cuda.append(True)
+        return False
+    torch.cuda.current_device()  # initializes torch's CUDA state the first time
+    raw = (getattr(torch._C, "_cuda_getDevice", None), getattr(torch._C, "_cuda_getCurrentRawStream", None))
+    if None not in raw:
+        _torch_raw[:] = raw
+    return True
+
+
 def _current_device() -> int:
     """torch's current device when torch (with CUDA) is imported, else the driver's current device."""
     if _torch_raw:
         return _torch_raw[0]()
-    torch = sys.modules.get("torch")
-    if torch is None or _torch_without_cuda:
-        return driver.current_device()
-    if not torch.cuda.is_available():
-        _torch_without_cuda.append(True)
-        return driver.current_device()
-    device = torch.cuda.current_device()  # initializes torch's CUDA state the first time
-    raw = (getattr(torch._C, "_cuda_getDevice", None), getattr(torch._C, "_cuda_getCurrentRawStream", None))
-    if None not in raw:
-        _torch_raw[:] = raw
-    return device
+    if _torch_cuda():
+        return sys.modules["torch"].cuda.current_device()
+    return driver.current_device()
 
 
 def _torch_stream(device):
