@@ -29,6 +29,9 @@ export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 if [ -n "$TAR" ]; then
   mkdir -p /tmp/tv && tar -xJf "$TAR" -C /tmp/tv || exit 1
   export PYTHONPATH=/tmp/tv:$PYTHONPATH TRITON_BACKENDS_IN_TREE=1 TRITON_DEFAULT_FP_FUSION=1
+  # the packed 3.9 keeps only ptxas-blackwell (what it compiles with); Triton's tests ask ptxas's version
+  bin=/tmp/tv/triton/backends/nvidia/bin
+  [ -e $bin/ptxas ] || [ ! -e $bin/ptxas-blackwell ] || export TRITON_PTXAS_PATH=$bin/ptxas-blackwell
 fi
 python3 -m pip install -q --no-build-isolation --no-deps --no-index -e . > "$OUT/build.log" 2>&1 \
   || { tail -20 "$OUT/build.log"; exit 1; }
