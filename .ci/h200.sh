@@ -54,9 +54,10 @@ while [ $# -gt 0 ]; do
     triton-tests)
       for mode in stock launcher; do
         if [ "$mode" = stock ]; then envs="LAUNCHER_TRITON_TESTS_STOCK=1"; else envs="LAUNCHER_FAST_DISPATCH=1"; fi
-        (cd .device/triton_tests && env $envs TRITON_CACHE_DIR=/tmp/tt-cache-$mode python3 -m pytest -q -p no:cacheprovider \
+        (cd .device/triton_tests && env $envs TRITON_CACHE_DIR=/tmp/tt-cache-$mode timeout ${TT_TIMEOUT:-100} python3 -m pytest -v -p no:cacheprovider \
           -p conftest_launcher -rf test_launch.py test_cache.py test_specialize.py > "$OUT/$tag-triton-$mode.log" 2>&1)
-        echo "-- Triton's runtime tests, $mode: $(grep -E '^[0-9]+ (passed|failed)|passed|failed' "$OUT/$tag-triton-$mode.log" | tail -1)"
+        echo "-- Triton's runtime tests, $mode (exit $?): $(grep -E '^=+ .*(passed|failed)' "$OUT/$tag-triton-$mode.log" | tail -1)"
+        tail -1 "$OUT/$tag-triton-$mode.log"
         grep -E "^FAILED|fast dispatch" "$OUT/$tag-triton-$mode.log" | head -20
       done
       ;;
