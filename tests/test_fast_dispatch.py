@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import launcher
 from launcher import CudaLauncher, fast_dispatch
 from launcher.fast_dispatch import Guard
+from cpu_triton import FakeTensor
 
 triton = pytest.importorskip("triton")
 tl = triton.language
@@ -27,16 +28,6 @@ def guard_kernel(x, n, m, k, scale, t, opt, BLOCK: tl.constexpr):
     if opt is not None:
         tl.store(opt + offs, v, mask=offs < n)
 
-
-class FakeTensor:
-    def __init__(self, ptr, dtype):
-        self.ptr, self.dtype = ptr, dtype
-
-    def data_ptr(self):
-        return self.ptr
-
-    def __repr__(self):
-        return f"FakeTensor({self.ptr:#x})"
 
 
 class CpuTriton:

@@ -15,19 +15,10 @@ from launcher import CudaLauncher, triton_adapter as A
 from launcher.prepared import PreparedLaunch
 from launcher.specialization import AssumptionError
 from triton_compile import compile_cpu
+from cpu_triton import FakeTensor
 
 tl = pytest.importorskip("triton.language")
 
-
-class FakeTensor:
-    def __init__(self, ptr, dtype):
-        self.ptr, self.dtype = ptr, dtype
-
-    def data_ptr(self):
-        return self.ptr
-
-    def __repr__(self):
-        return f"FakeTensor({self.ptr:#x}, {self.dtype})"
 
 
 def native(value, specialize=True, align=True):

@@ -6,23 +6,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import cpu_corpus as C
+from cpu_triton import FakeTensor
 from launcher import CudaLauncher
 from launcher.specialization import AssumptionCheck, AssumptionError, dtype_name, triton_type
 
 tl = pytest.importorskip("triton.language")
 
-
-class FakeTensor:
-    """data_ptr() and a dtype: how Triton's specializer sees a tensor (no torch on CI)."""
-
-    def __init__(self, ptr, dtype):
-        self.ptr, self.dtype = ptr, dtype
-
-    def data_ptr(self):
-        return self.ptr
-
-    def __repr__(self):
-        return f"FakeTensor({self.ptr:#x}, {self.dtype})"
 
 
 def native(value, specialize=True, align=True):
