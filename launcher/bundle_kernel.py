@@ -93,7 +93,8 @@ def key_of(v):
 
 
 def key_of_pointer(v):
-    """key_of for a parameter every variant takes as a pointer: a tensor, first."""
+    """key_of for a parameter every variant takes as a pointer: a tensor, first; the generated
+    call inlines it for torch tensors (BundleKernel._generate), with the same keys."""
     try:
         return (v.__class__, v.dtype, v.data_ptr() % 16 == 0)
     except AttributeError:  # an int address, None, a __cuda_array_interface__ object, a dtype-less object
@@ -104,7 +105,8 @@ _SMALL_INTS = [_INT_KEYS[(0, neg, d)] for neg in (False, True) for d in (False, 
 
 
 def key_of_int(v):
-    """key_of for a parameter every variant takes as an integer (or specialized from one)."""
+    """key_of for a parameter every variant takes as an integer (or specialized from one); the
+    generated call inlines the i32 case (BundleKernel._generate), with the same keys."""
     if v.__class__ is int and -0x80000000 <= v <= 0x7FFFFFFF:
         if v == 1:
             return _ONE
@@ -134,7 +136,7 @@ def launch(_launcher_grid, /, {signature}):
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, _launcher_options, None)
     _launcher_key = None
     try:
-{prekeys}        _launcher_key = ({keys}_launcher_device())
+        _launcher_key = ({keys}_launcher_device())
         _launcher_entry = _launcher_cache[_launcher_key]
     except KeyError:
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, _launcher_key)
@@ -249,10 +251,6 @@ class _Entry:
         return self.kernel.grid3(grid, args)
 
 
-class _NoTensor:
-    """Stands for torch.Tensor where torch is not there: no argument is of this class."""
-
-
 def _is_array(v) -> bool:
     return getattr(v, "data_ptr", None) is None and getattr(v, "__cuda_array_interface__", None) is not None
 
@@ -317,39 +315,34 @@ class BundleKernel:
     def _generate(self):
         variants, raw = self._variants, self._raw
         signature, stream, namespace = _signature(self.params, self._layer_names, with_extra=True)
-        keys, prekeys = [], []
+        keys = []
         torch = sys.modules.get("torch") if _torch_cuda() and _torch_raw else None  # tensors keyed inline
         for i, p in enumerate(self.params):
             kinds = {v.spec.args[i].kind for v in variants}
             types = {v.spec.args[i].type for v in variants}
+            a, key = p.name, f"_launcher_k{i}({p.name})"
             if p.constexpr:
                 fn = constexpr_key
             elif p.name in raw:
                 fn = raw_key
             elif kinds == {"pointer"}:
                 fn = key_of_pointer
-                if torch is not None:  # torch tensors inline: (dtype, aligned); anything else as key_of_pointer
-                    prekeys += [f"        if {p.name}.__class__ is _launcher_TENSOR:",
-                                f"            _launcher_v{i} = ({p.name}.dtype, not {p.name}.data_ptr() & 15)",
-                                "        else:",
-                                f"            _launcher_v{i} = _launcher_k{i}({p.name})"]
+                if torch is not None:  # key_of_pointer inlined for torch tensors
+                    key = f"(({a}.__class__, {a}.dtype, not {a}.data_ptr() & 15) if {a}.__class__ is _launcher_TENSOR else {key})"
             elif kinds <= {"scalar", "constexpr"} and types - {"constexpr"} <= set(S.INT_RANGES) - {"i1", "u1"}:
-                fn = key_of_int  # ints in the i32 range inline: 1, or 2 to 5 by sign and divisibility by 16
-                prekeys += [f"        if {p.name}.__class__ is int and -2147483648 <= {p.name} <= 2147483647:",
-                            f"            _launcher_v{i} = 1 if {p.name} == 1 else 2 + ({p.name} < 0) * 2 + (not {p.name} & 15)",
-                            "        else:",
-                            f"            _launcher_v{i} = _launcher_k{i}({p.name})"]
+                fn = key_of_int  # inlined for ints in the i32 range
+                key = (f"((_launcher_ONE if {a} == 1 else _launcher_SMALL_INTS[({a} < 0) * 2 + (not {a} & 15)]) "
+                       f"if {a}.__class__ is int and -0x80000000 <= {a} <= 0x7FFFFFFF else {key})")
             else:
                 fn = key_of
             namespace[f"_launcher_k{i}"] = fn
-            keys.append(f"_launcher_v{i}, " if prekeys and prekeys[-1].endswith(f"_launcher_k{i}({p.name})")
-                        else f"_launcher_k{i}({p.name}), ")
+            keys.append(key + ", ")
         positional = sum(1 for p in self.params if not p.keyword_only)
         namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache,
                          _launcher_device=_torch_raw[0] if _torch_raw else _current_device,
                          _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many,
-                         _launcher_TENSOR=torch.Tensor if torch is not None else _NoTensor)
-        source = _TEMPLATE.format(signature=signature, stream=stream, count=positional, prekeys="".join(x + "\n" for x in prekeys),
+                         _launcher_TENSOR=torch.Tensor if torch is not None else None, _launcher_ONE=_ONE, _launcher_SMALL_INTS=_SMALL_INTS)
+        source = _TEMPLATE.format(signature=signature, stream=stream, count=positional,
                                   names="".join(f"{n}, " for n in self.names), keys="".join(keys))
         self._call = _compile(source, "launch", namespace, self.name)
         return self._call

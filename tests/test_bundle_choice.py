@@ -9,6 +9,8 @@ specialised; when nothing is chosen, none fits (or several do and none includes 
 The choice is also a function of the key the generated call path caches it under.
 """
 
+import sys
+
 import pytest
 import triton.language as tl
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -149,6 +151,36 @@ def test_the_variant_chosen_is_tritons_specialization_or_the_most_specialised_co
     key = tuple(namespace[f"_launcher_k{i}"](v) for i, v in enumerate(values))
     got = chosen.id if chosen is not None else None
     assert _KEYS.setdefault(key, got) == got, (key, args)
+
+
+@pytest.mark.parametrize("torch_tensors", [False, True])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(x=TENSORS, out=TENSORS, n=INTS, stride=INTS, s=SCALES, kwargs=KWARGS)
+def test_the_generated_call_keys_as_the_key_functions_do(scale, monkeypatch, torch_tensors, x, out, n, stride, s,
+                                                         kwargs):
+    """The generated call inlines key_of_int (and key_of_pointer for torch tensors): the key it
+    computes must be the key functions' own. Its slow path is replaced by one that records the key
+    (nothing is chosen or launched); with torch_tensors, FakeTensor plays torch.Tensor."""
+    kernel, _ = scale
+    if torch_tensors:  # as where torch with CUDA is imported: tensors of its Tensor class are keyed inline
+        torch = type(sys)("torch")
+        torch.Tensor = FakeTensor
+        monkeypatch.setitem(sys.modules, "torch", torch)
+        monkeypatch.setattr(BK, "_torch_raw", [lambda: 0, lambda device: 0])
+    else:
+        monkeypatch.delitem(sys.modules, "torch", raising=False)
+        monkeypatch.setattr(BK, "_torch_raw", [])
+        monkeypatch.setattr(BK, "_current_device", lambda: 0)
+    fresh = BK.BundleKernel(kernel.bundle, kernel.entry, kernel._variants)
+    keys = []
+    fresh._slow = lambda grid, stream, args, options, key: keys.append(key)
+    call = fresh._generate()
+    source = "".join(__import__("linecache").getlines(call.__code__.co_filename))
+    assert ("_launcher_TENSOR" in source) == torch_tensors and "_launcher_SMALL_INTS" in source
+    fresh[(1,)](x, out, n, stride, s, **kwargs)
+    values = (x, out, n, stride, s, kwargs.get("BLOCK", BK.V.MISSING))
+    namespace = call.__globals__
+    assert keys == [tuple(namespace[f"_launcher_k{i}"](v) for i, v in enumerate(values)) + (0,)], (values, keys)
 
 
 # ---- the rules, one by one ----
