@@ -24,7 +24,7 @@ import threading
 from launcher import bundle_format as BF
 from launcher import triton_adapter as TA
 from launcher import variants as V
-from launcher.bundle_kernel import fence_record
+from launcher.bundle_kernel import fence_record, leaves
 from launcher.errors import UnsupportedKernel
 
 log = logging.getLogger("launcher.bundle")
@@ -175,21 +175,13 @@ def _write(path, builder) -> BF.BundleData:
     return data
 
 
-def _flatten(items):
-    for item in items:
-        if isinstance(item, (list, tuple)):
-            yield from _flatten(item)
-        else:
-            yield item
-
-
 def export(path, *compiled_kernels) -> BF.BundleData:
     """Write the CompiledKernel objects (or lists of them) to the bundle file `path`.
 
     Returns what was written. Raises BundleError or UnsupportedKernel naming the kernel that
     cannot go into a bundle (compiled from an IR file, gsan instrumentation, ...)."""
     builder = _Builder()
-    for ck in _flatten(compiled_kernels):
+    for ck in leaves(compiled_kernels):
         if not TA.is_compiled_kernel(ck):
             raise TypeError(f"launcher.export expects Triton CompiledKernel objects, got {type(ck).__name__}")
         builder.add_compiled(ck)

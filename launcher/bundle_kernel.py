@@ -478,11 +478,11 @@ class BundleKernel:
         if function is None:
             function = self._load(variant, device)
         fills = tuple((i, values[i]) for i, v in enumerate(args) if v is V.MISSING)
-        arrays = tuple(i for i, v in enumerate(values) if any(_is_array(x) for x in _leaves((v,))))
+        arrays = tuple(i for i, v in enumerate(values) if any(_is_array(x) for x in leaves((v,))))
         torch = sys.modules.get("torch")
         uses_torch = torch is not None and any(isinstance(v, torch.Tensor) or isinstance(getattr(v, "base", None),
                                                                                           torch.Tensor)
-                                               for v in _leaves(values))
+                                               for v in leaves(values))
         if uses_torch:  # torch's raw current-stream function where there is one
             stream = functools.partial(_torch_raw[1] if _torch_raw else _torch_stream, device)
         else:
@@ -532,10 +532,11 @@ class _Recorded:
                 yield call.variant
 
 
-def _leaves(values):
+def leaves(values):
+    """The items of nested tuples and lists, depth first."""
     for v in values:
         if isinstance(v, (tuple, list)):
-            yield from _leaves(v)
+            yield from leaves(v)
         else:
             yield v
 
