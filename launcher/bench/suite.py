@@ -50,6 +50,7 @@ from launcher.bench.features import (FastDispatch, Unavailable, bundle_kernel,  
                                      clear_launcher_caches, fast_dispatch_available, fast_summary)
 from launcher.bench.results import LAYOUT  # noqa: E402
 from launcher.bench.rounds import Path, Rounds, round_order  # noqa: E402
+from launcher.triton_adapter import triton_version  # noqa: E402
 
 
 def _env_int(name, default):
@@ -66,8 +67,7 @@ GCC_ROUNDS = 10  # stock Triton 3.6 runs gcc for a new signature (~0.2 s each)
 TWINS = 3  # kernels of the same shape under other names, per round of the same-shape test
 MISS_ROUNDS, MISS_BATCH = 10, 25  # each miss needs a kernel the guard has not seen: 25 per batch
 MODULE_OPS = 20
-TRITON = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", triton.__version__).groups())
-STOCK_COMPILES_LAUNCHERS = TRITON < (3, 7)  # 3.6 generates C per signature; 3.7+ is variadic
+STOCK_COMPILES_LAUNCHERS = triton_version() < (3, 7)  # 3.6 generates C per signature; 3.7+ is variadic
 DEV = "cuda"
 LOOP = range(BATCH)
 ORDER = "alternating: the paths in the listed order on even rounds, reversed on odd rounds"
