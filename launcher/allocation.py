@@ -33,11 +33,6 @@ def set_allocator(allocator) -> None:
         _allocator = allocator
 
 
-def get_allocator():
-    """The allocator set with set_allocator (None if none)."""
-    return _allocator
-
-
 class _Aligned:
     """An allocation whose data_ptr() is moved up to an alignment the allocator did not give."""
 

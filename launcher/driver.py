@@ -220,10 +220,6 @@ def launch_entries() -> tuple:
     return lib.launcher_launch, lib.launcher_dry_run
 
 
-def launch_repeat(plan, buf: bytes, count: int) -> int:
-    return native()[1].launcher_launch_repeat(plan, buf, len(buf), count)
-
-
 def bind(plan, buf: bytes):
     """A native launch packed once: (handle, launch function, repeat function)."""
     ffi, lib = native()

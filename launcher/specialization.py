@@ -69,12 +69,6 @@ def address_and_dtype(value):
     return None
 
 
-def cuda_array_address(value):
-    """The address of an object exposing __cuda_array_interface__, else None."""
-    cai = getattr(value, "__cuda_array_interface__", None)
-    return int(cai["data"][0]) if isinstance(cai, dict) else None
-
-
 def _tensordesc_type(value) -> str | None:
     block = getattr(value, "block_shape", None)
     base = getattr(value, "base", None)
