@@ -11,6 +11,7 @@ Importing this module does not import Triton; each function imports it when call
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from dataclasses import dataclass
 
@@ -173,16 +174,14 @@ def spec_from_triton(src, metadata) -> S.LaunchSpec:
     names = arg_names(src)
     types = tuple(src.signature.values())
     metas = getattr(md, "tensordesc_meta", None) or ()
-    key = (types, repr(metas) if metas else "", md.num_warps, getattr(md, "num_ctas", 1), md.shared,
-           getattr(md, "warp_size", None), getattr(md, "launch_cooperative_grid", False),
-           getattr(md, "launch_pdl", False), md.global_scratch_size, md.global_scratch_align,
-           getattr(md, "profile_scratch_size", 0), getattr(md, "profile_scratch_align", 1))
     try:
+        key = (types, repr(metas) if metas else "", _shape_fields(md))
         template = _templates.get(key)
     except TypeError:  # a signature holding lists: no template, plan it anew
         key, template = None, None
     if template is None:
         template = _new_spec(md, names, types, metas)
+        template.shape_key  # computed once: every spec derived from the template shares it
         if key is not None:
             if len(_templates) >= 4096:
                 _templates.clear()
@@ -191,6 +190,26 @@ def spec_from_triton(src, metadata) -> S.LaunchSpec:
     arch = getattr(getattr(md, "target", None), "arch", None)
     return template.derive(kernel=md.name, arg_names=names, arch=arch if isinstance(arch, int) else None,
                            aligned=aligned, constants=constants)
+
+
+# What a spec's shape takes from the metadata, besides the signature and the descriptors.
+_SHAPE_FIELDS = ("num_warps", "num_ctas", "shared", "warp_size", "launch_cooperative_grid", "launch_pdl",
+                 "global_scratch_size", "global_scratch_align", "profile_scratch_size", "profile_scratch_align")
+_field_getters: dict = {}  # a KernelMetadata class's fields -> (getter of the _SHAPE_FIELDS it has)
+
+
+def _shape_fields(md) -> tuple:
+    """The _SHAPE_FIELDS of `md`. Triton makes a namedtuple class per kernel, so its fields
+    find a C attrgetter made once per field set; other metadata objects are read field by field."""
+    fields = getattr(md.__class__, "_fields", None)
+    if fields is None:
+        return tuple(getattr(md, f, None) for f in _SHAPE_FIELDS)
+    getter = _field_getters.get(fields)
+    if getter is None:
+        present = [f for f in _SHAPE_FIELDS if f in fields]
+        getter = (fields, operator.attrgetter(*present))
+        _field_getters[fields] = getter
+    return getter[0], getter[1](md)
 
 
 def _new_spec(md, names, types, metas) -> S.LaunchSpec:
@@ -407,6 +426,19 @@ def device_and_stream_getters() -> tuple:
 
     active = rt.active
     return active.get_current_device, active.get_current_stream
+
+
+def fast_device_getter(getter):
+    """The same answer as `getter` at less cost: torch's raw current-device function where
+    `getter` is torch.cuda.current_device and torch's CUDA is initialised (all that
+    current_device adds is the lazy initialisation), else `getter` itself."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or getter is not getattr(torch.cuda, "current_device", None):
+        return getter
+    raw = getattr(torch._C, "_cuda_getDevice", None)
+    return raw if raw is not None and torch.cuda.is_initialized() else getter
 
 
 def check_used_globals(jit_fn) -> None:
