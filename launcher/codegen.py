@@ -344,6 +344,9 @@ _INT_KEY = '''\
 '''
 
 
+_guard_code: dict = {}  # guard source -> its code object
+
+
 def generate_guard(name: str, params, namespace: dict):
     """The `run` of one @triton.jit function behind the guard. params: (name, is_constexpr,
     specialize, align) per parameter, in order, with defaults in namespace as _lg_DEFAULT_<i>."""
@@ -381,11 +384,17 @@ def generate_guard(name: str, params, namespace: dict):
     bound = ", ".join(f"{n!r}: {n}" for n in names)
     source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=", ".join(names) + ("," if len(names) == 1 else ""),
                                    classify="".join(x + "\n" for x in lines), keys=", ".join(keys), bound=bound)
-    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-    filename = f"<launcher generated guard {digest}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    code = _guard_code.get(source)
+    if code is None:  # compiled once per source: a kernel guarded again costs an exec
+        digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+        filename = f"<launcher generated guard {digest}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        code = compile(source, filename, "exec")
+        if len(_guard_code) >= 1024:
+            _guard_code.clear()
+        _guard_code[source] = code
     ns = dict(namespace)
-    exec(compile(source, filename, "exec"), ns)
+    exec(code, ns)
     fn = ns["run"]
     fn.__qualname__ = f"{name}.run (launcher guard, generated)"
     return fn

@@ -34,11 +34,12 @@ from launcher.specialization import triton_type
 
 _lock = threading.Lock()
 _state: dict = {}  # while enabled: the original JITFunction.run
-_guards: "weakref.WeakSet" = weakref.WeakSet()
+_attached: "weakref.WeakSet" = weakref.WeakSet()  # the guards in front of their kernels now
 _fallbacks: collections.Counter = collections.Counter()
 _misses = [0]
-_retired_hits = [0]  # hits of guards taken away by disable(): the counters only grow
+_hits = [0]  # every guard's hits (the generated code counts here): the counters only grow
 _NO_CACHES = (None,)
+_GUARD = "_launcher_guard"  # where a JITFunction keeps its guard while the guard is off
 
 
 class NoKey(Exception):
@@ -60,31 +61,35 @@ def enable() -> None:
 
 
 def disable() -> None:
-    """Take the guard away: every JITFunction runs Triton's own dispatch again."""
+    """Take the guard away: every JITFunction runs Triton's own dispatch again. Each guard stays
+    with its kernel, dormant, and the next enable() puts it back with what it recorded (what
+    Triton compiled meanwhile is then a miss, recorded as usual)."""
     with _lock:
         if not _state:
             return
         _state["cls"].run = _state["run"]
-        for guard in list(_guards):
+        for guard in list(_attached):
             guard.jit.__dict__.pop("run", None)
-            _retired_hits[0] += guard.hits[0]
-        _guards.clear()
+        _attached.clear()
         _state.clear()
 
 
 def stats() -> dict:
     """Hits, misses and fallbacks (with their reasons) since the guard was first enabled; the
-    counts only grow (a guard taken away by disable() keeps its hits counted)."""
-    hits = _retired_hits[0] + sum(g.hits[0] for g in list(_guards))
-    return {"enabled": enabled(), "guarded kernels": len(_guards), "hits": hits, "misses": _misses[0],
+    counts only grow."""
+    return {"enabled": enabled(), "guarded kernels": len(_attached), "hits": _hits[0], "misses": _misses[0],
             "fallbacks": dict(_fallbacks)}
 
 
 def _first_run(self, *args, grid, warmup, **kwargs):
-    """JITFunction.run while the guard is on: make this kernel's guard, then run it."""
+    """JITFunction.run while the guard is on: put this kernel's guard in front of it (its
+    dormant one, unless what it was made with has changed), then run it."""
     run = self.__dict__.get("run")
     if run is None:
-        run = Guard(self, _state["run"]).run
+        guard = self.__dict__.get(_GUARD)
+        if guard is None or not guard.attach(_state["run"]):
+            guard = Guard(self, _state["run"])
+        run = guard.run
     return run(*args, grid=grid, warmup=warmup, **kwargs)
 
 
@@ -115,7 +120,8 @@ class Guard:
         self.original = original
         self._getters = (device, stream)
         self.entries: dict = {}
-        self.hits = [0]
+        self._ns, self._settled = None, False
+        self._made_with = self._environment()
         params = A.jit_parameters(jit)
         if any(p.name.startswith("_lg_") or p.name in ("grid", "warmup") for p in params):
             self.run = self._unguarded
@@ -124,24 +130,54 @@ class Guard:
                                               [(p.name, p.is_constexpr, not p.do_not_specialize,
                                                 not p.do_not_specialize_on_alignment) for p in params],
                                               self._namespace(params))
+        jit.__dict__[_GUARD] = self
         jit.__dict__["run"] = self.run
-        _guards.add(self)
+        _attached.add(self)
 
-    def _namespace(self, params) -> dict:
+    def _environment(self) -> tuple:
+        """What the generated run was made with, besides the kernel: Triton's run, the device
+        and stream getters and torch's Tensor class (torch may be imported later)."""
         device, stream = self._getters if self._getters[0] is not None else A.device_and_stream_getters()
         torch = sys.modules.get("torch")
+        return self.original, device, stream, torch.Tensor if torch is not None else _NoTensor
+
+    def attach(self, original) -> bool:
+        """Put this dormant guard back in front of its kernel, or False when it is out of date."""
+        if (original, *self._environment()[1:]) != self._made_with:
+            return False
+        self.jit.__dict__["run"] = self.run
+        _attached.add(self)
+        return True
+
+    def _namespace(self, params) -> dict:
+        _, device, stream, tensor = self._environment()
         ns = {
-            "_lg_JIT": self.jit, "_lg_RT": A.runtime_knobs(), "_lg_DEVICE": device, "_lg_STREAM": stream,
+            "_lg_JIT": self.jit, "_lg_RT": A.runtime_knobs(), "_lg_STREAM": stream,
+            "_lg_DEVICE": A.fast_device_getter(device),
             "_lg_KNOBS": A.dispatch_knobs_reader(), "_lg_ENTRIES": self.entries, "_lg_NoKey": NoKey,
             "_lg_fallback": self._fallback, "_lg_miss": self._miss, "_lg_NO_CACHES": _NO_CACHES,
             "_lg_check_globals": A.check_used_globals, "_lg_HOOK_CHAIN": A.hook_chain_type(),
-            "_lg_HITS": self.hits, "_lg_classify": classify,
-            "_lg_TENSOR": torch.Tensor if torch is not None else _NoTensor,
+            "_lg_HITS": _hits, "_lg_classify": classify, "_lg_TENSOR": tensor,
         }
+        self._ns = ns
         for i, p in enumerate(params):
             if p.default is not A.EMPTY:
                 ns[f"_lg_DEFAULT_{i}"] = p.default
         return ns
+
+    def _settle(self):
+        """After Triton's path ran: torch's CUDA is initialised, so the raw device getter may
+        do; torch may have been imported since the guard was made, so its tensors key inline."""
+        ns = self._ns
+        if ns is None:
+            self._settled = True
+            return
+        ns["_lg_DEVICE"] = A.fast_device_getter(self._made_with[1])
+        torch = sys.modules.get("torch")
+        if self._made_with[3] is _NoTensor and torch is not None:
+            ns["_lg_TENSOR"] = torch.Tensor
+            self._made_with = self._made_with[:3] + (torch.Tensor,)
+        self._settled = ns["_lg_DEVICE"] is not self._made_with[1] and self._made_with[3] is not _NoTensor
 
     def _unguarded(self, *args, grid, warmup, **kwargs):
         _fallbacks["a parameter name the guard cannot use"] += 1
@@ -155,6 +191,8 @@ class Guard:
     def _miss(self, key, device, grid, warmup, options, values):
         _misses[0] += 1
         kernel = self.original(self.jit, *values, grid=grid, warmup=warmup, **options)
+        if not self._settled:
+            self._settle()
         jit = self.jit
         caches = jit.device_caches.get(device)
         run = getattr(kernel, "_run", None)

@@ -65,7 +65,10 @@ class CpuTriton:
             ck = triton.compile(src, target=self.target, options=opts.__dict__)
             kernel = self.kernels[key] = Compiled(ck, key, self)
         jit.cache_key  # Triton computes the kernel's hash when it compiles
-        jit.device_caches[0] = ({key: kernel}, None, None, None, None)
+        caches = jit.device_caches.get(0)
+        if caches is None:  # Triton's kernel cache: one dict per device, until it is cleared
+            caches = jit.device_caches[0] = ({}, None, None, None, None)
+        caches[0][key] = kernel
         if not warmup:
             g = grid(bound) if callable(grid) else grid
             g = (tuple(g) + (1, 1))[:3]
@@ -137,8 +140,9 @@ def test_a_kernel_without_parameters_is_guarded():
     guard = Guard(no_params, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
     try:
         first = guard.run(grid=(1,), warmup=False)
+        hits = fast_dispatch.stats()["hits"]
         second = guard.run(grid=(1,), warmup=False)
-        assert first is second and triton_.runs == 1 and guard.hits[0] == 1
+        assert first is second and triton_.runs == 1 and fast_dispatch.stats()["hits"] == hits + 1
     finally:
         no_params.__dict__.pop("run", None)
 
@@ -148,10 +152,58 @@ def test_a_repeated_call_hits_without_triton(cpu):
     x = FakeTensor(A0, tl.float32)
     args = (x, 16, 1, 1, 0.5, (x, 16), None)
     guard.run(*args, grid=(1,), warmup=False, BLOCK=64)
-    runs, hits = triton_.runs, guard.hits[0]
+    runs, hits = triton_.runs, fast_dispatch.stats()["hits"]
     for _ in range(5):
         guard.run(*args, grid=(1,), warmup=False, BLOCK=64)
-    assert triton_.runs == runs and guard.hits[0] == hits + 5
+    assert triton_.runs == runs and fast_dispatch.stats()["hits"] == hits + 5
+
+
+def test_a_guard_sleeps_through_disable_and_comes_back_with_its_records(monkeypatch):
+    """disable() takes every guard away, enable() puts the same ones back (no new code, no
+    records lost); a guard made for another Triton run or other getters is made anew."""
+    triton_ = CpuTriton()
+    monkeypatch.setattr(fast_dispatch.A, "device_and_stream_getters", lambda: (_device0, _stream0))
+    jit_cls = fast_dispatch.A.jit_function_class()
+    monkeypatch.setattr(jit_cls, "run", lambda self, *a, **kw: triton_.run(self, *a, **kw))
+    x = FakeTensor(A0, tl.float32)
+    args = (x, 16, 1, 1, 0.5, (x, 16), None)
+    was_on = fast_dispatch.enabled()
+    fast_dispatch.disable()
+    guard_kernel.__dict__.pop("run", None)
+    guard_kernel.__dict__.pop(fast_dispatch._GUARD, None)
+    try:
+        fast_dispatch.enable()
+        guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)  # a miss: Triton's path
+        guard = guard_kernel.__dict__[fast_dispatch._GUARD]
+        assert guard_kernel.__dict__["run"] is guard.run and triton_.runs == 1
+        fast_dispatch.disable()
+        assert "run" not in guard_kernel.__dict__ and fast_dispatch.stats()["guarded kernels"] == 0
+        guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)  # Triton's own dispatch
+        assert triton_.runs == 2
+        fast_dispatch.enable()
+        hits = fast_dispatch.stats()["hits"]
+        guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)  # the same guard hits at once
+        assert guard_kernel.__dict__[fast_dispatch._GUARD] is guard and guard_kernel.__dict__["run"] is guard.run
+        assert triton_.runs == 2 and fast_dispatch.stats()["hits"] == hits + 1
+        fast_dispatch.disable()
+        monkeypatch.setattr(fast_dispatch.A, "device_and_stream_getters", lambda: (lambda: 0, _stream0))
+        fast_dispatch.enable()  # another device getter: the dormant guard is out of date
+        guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)
+        assert guard_kernel.__dict__[fast_dispatch._GUARD] is not guard and triton_.runs == 3
+    finally:
+        fast_dispatch.disable()
+        guard_kernel.__dict__.pop("run", None)
+        guard_kernel.__dict__.pop(fast_dispatch._GUARD, None)
+        if was_on:
+            fast_dispatch.enable()
+
+
+def _device0():
+    return 0
+
+
+def _stream0(device):
+    return 0x5EA
 
 
 def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
