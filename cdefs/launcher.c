@@ -20,6 +20,7 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUfunc_st *CUfunction;
+typedef struct CUmod_st *CUmodule;
 typedef struct CUstream_st *CUstream;
 typedef uint64_t CUdeviceptr;
 
@@ -67,6 +68,13 @@ static struct {
     CUresult (*cuTensorMapEncodeTiled)(void *, int, uint32_t, void *, const uint64_t *,
                                        const uint64_t *, const uint32_t *, const uint32_t *,
                                        int, int, int, int);
+    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+    CUresult (*cuModuleUnload)(CUmodule);
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuFuncGetAttribute)(int *, int, CUfunction);
+    CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+    CUresult (*cuFuncSetCacheConfig)(CUfunction, int);
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -93,6 +101,13 @@ static void cu_open(void) {
     LOAD(cuDevicePrimaryCtxRetain);
     LOAD(cuPointerGetAttribute);
     LOAD(cuTensorMapEncodeTiled);
+    LOAD(cuModuleLoadData);
+    LOAD(cuModuleUnload);
+    LOAD(cuModuleGetFunction);
+    LOAD(cuFuncGetAttribute);
+    LOAD(cuFuncSetAttribute);
+    LOAD(cuFuncSetCacheConfig);
+    LOAD(cuDeviceGetAttribute);
 #undef LOAD
     cu.status = cu.cuInit(0);
 }
@@ -135,6 +150,55 @@ int launcher_current_device(int *status) {
         rc = cu.cuCtxGetDevice(&dev);
     *status = rc;
     return rc == 0 ? (int)dev : -1;
+}
+
+/* ---- a kernel's first load: the driver calls as they are ---- */
+int launcher_module_load(const char *image, uint64_t *module) {
+    int rc = launcher_driver_init();
+    CUmodule mod = NULL;
+    *module = 0;
+    if (rc == 0 && (rc = cu.cuModuleLoadData(&mod, image)) == CUDA_SUCCESS)
+        *module = (uint64_t)(uintptr_t)mod;
+    return rc;
+}
+
+int launcher_module_unload(uint64_t module) {
+    int rc = launcher_driver_init();
+    return rc != 0 ? rc : cu.cuModuleUnload((CUmodule)(uintptr_t)module);
+}
+
+int launcher_module_function(uint64_t module, const char *name, uint64_t *function) {
+    int rc = launcher_driver_init();
+    CUfunction fn = NULL;
+    *function = 0;
+    if (rc == 0 && (rc = cu.cuModuleGetFunction(&fn, (CUmodule)(uintptr_t)module, name)) == CUDA_SUCCESS)
+        *function = (uint64_t)(uintptr_t)fn;
+    return rc;
+}
+
+int launcher_function_get_attribute(uint64_t function, int attribute, int *value) {
+    int rc = launcher_driver_init();
+    *value = 0;
+    return rc != 0 ? rc : cu.cuFuncGetAttribute(value, attribute, (CUfunction)(uintptr_t)function);
+}
+
+int launcher_function_set_attribute(uint64_t function, int attribute, int value) {
+    int rc = launcher_driver_init();
+    return rc != 0 ? rc : cu.cuFuncSetAttribute((CUfunction)(uintptr_t)function, attribute, value);
+}
+
+int launcher_function_set_cache_config(uint64_t function, int config) {
+    int rc = launcher_driver_init();
+    return rc != 0 ? rc : cu.cuFuncSetCacheConfig((CUfunction)(uintptr_t)function, config);
+}
+
+int launcher_device_get_attribute(int device, int attribute, int *value) {
+    int rc = launcher_driver_init();
+    CUdevice dev;
+    *value = 0;
+    if (rc == 0 && (rc = cu.cuDeviceGet(&dev, device)) == CUDA_SUCCESS)
+        rc = cu.cuDeviceGetAttribute(value, attribute, dev);
+    return rc;
 }
 
 /* ---- pointer checks ----

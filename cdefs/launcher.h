@@ -134,6 +134,18 @@ uint64_t launcher_current_context(int device, int *status);
  * none); *status gets 0 or a status code. */
 int launcher_current_device(int *status);
 
+/* A kernel's first load, without cuda.bindings (whose import costs a fresh process tens of
+ * milliseconds): the driver calls as they are, each returning 0 or a status code.  Python
+ * decides what to ask (which attributes, the shared-memory opt-in); these only ask.
+ * launcher_module_load takes a cubin (an ELF image, whose headers give its size). */
+int launcher_module_load(const char *image, uint64_t *module);
+int launcher_module_unload(uint64_t module);
+int launcher_module_function(uint64_t module, const char *name, uint64_t *function);
+int launcher_function_get_attribute(uint64_t function, int attribute, int *value);
+int launcher_function_set_attribute(uint64_t function, int attribute, int value);
+int launcher_function_set_cache_config(uint64_t function, int config);
+int launcher_device_get_attribute(int device, int attribute, int *value);
+
 /* The geometry of a tiled tensor map in cuTensorMapEncodeTiled's order: dimensions innermost
  * first, the byte strides of dimensions 1 to rank-1, the box, the element strides. */
 typedef struct {

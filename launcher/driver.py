@@ -300,14 +300,16 @@ def _device(ordinal: int):
     return cu, check(cu.cuDeviceGet(ordinal), f"cuDeviceGet({ordinal})")
 
 
-def device_attribute(device: int, name: str) -> int:
+def device_attribute(device: int, name) -> int:
     """cuDeviceGetAttribute of device ordinal `device`; `name` without the
     CU_DEVICE_ATTRIBUTE_ prefix (e.g. "WARP_SIZE"), or an int for an attribute the installed
     bindings do not name yet."""
-    cu, dev = _device(device)
-    A = cu.CUdevice_attribute
-    attr = A(name) if isinstance(name, int) else getattr(A, "CU_DEVICE_ATTRIBUTE_" + name)
-    return int(check(cu.cuDeviceGetAttribute(attr, dev), f"cuDeviceGetAttribute({name})"))
+    attr = _attribute_number(name, DEVICE_ATTRIBUTES, "CUdevice_attribute", "CU_DEVICE_ATTRIBUTE_")
+    value = _out("int *")
+    status = native()[1].launcher_device_get_attribute(int(device), attr, value)
+    if status:
+        raise error(status, f"cuDeviceGetAttribute({name}) of device {device}")
+    return value[0]
 
 
 def device_capability(device: int) -> tuple:
@@ -323,7 +325,7 @@ def device_name(device: int) -> str:
 
 @functools.lru_cache(maxsize=None)
 def driver_version() -> int:
-    """The CUDA driver's version, e.g. 13000 for 13.0."""
+    """The CUDA driver's version, e.g. 13000 for 13.0 (asked once: it cannot change in a process)."""
     cu = _bindings()
     return int(check(cu.cuDriverGetVersion(), "cuDriverGetVersion"))
 
@@ -334,65 +336,88 @@ def set_current_device(device: int) -> None:
     check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
 
+# The attributes a kernel's load asks for, by number (cuda.h's CUfunction_attribute and
+# CUdevice_attribute), so that the load goes through the native library and never imports
+# cuda.bindings; tests/test_driver_numbers.py checks them against cuda.bindings. Other names are
+# looked up in cuda.bindings.
+FUNCTION_ATTRIBUTES = {"MAX_THREADS_PER_BLOCK": 0, "SHARED_SIZE_BYTES": 1, "LOCAL_SIZE_BYTES": 3, "NUM_REGS": 4,
+                       "MAX_DYNAMIC_SHARED_SIZE_BYTES": 8, "NON_PORTABLE_CLUSTER_SIZE_ALLOWED": 14}
+DEVICE_ATTRIBUTES = {"WARP_SIZE": 10, "MULTIPROCESSOR_COUNT": 16, "COMPUTE_CAPABILITY_MAJOR": 75,
+                     "COMPUTE_CAPABILITY_MINOR": 76, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 97}
+CU_FUNC_CACHE_PREFER_SHARED = 1
+# cuModuleUnload's results for a context already gone (process teardown): not errors.
+_TEARDOWN = frozenset({4, 201, 709})  # DEINITIALIZED, INVALID_CONTEXT, CONTEXT_IS_DESTROYED
+
+
+def _attribute_number(name, table: dict, enum_name: str, prefix: str) -> int:
+    if isinstance(name, int):
+        return name
+    number = table.get(name)
+    if number is None:
+        number = int(getattr(getattr(_bindings(init=False), enum_name), prefix + name))
+    return number
+
+
+def _out(ctype: str):
+    return native()[0].new(ctype)
+
+
 def load_module(image: bytes, name: str) -> int:
-    cu = _bindings()
-    return int(check(cu.cuModuleLoadData(image), f"loading kernel {name!r} (cuModuleLoadData)"))
+    module = _out("uint64_t *")
+    status = native()[1].launcher_module_load(image, module)
+    if status:
+        raise error(status, f"loading kernel {name!r} (cuModuleLoadData)")
+    return module[0]
 
 
 def unload_module(module: int, context: str = "cuModuleUnload") -> None:
     """Unload a module. An unload can only fail for a context already destroyed (process
     teardown), which is not an error."""
-    cu = _bindings()
-    err, = cu.cuModuleUnload(cu.CUmodule(int(module)))
-    teardown = (cu.CUresult.CUDA_ERROR_DEINITIALIZED, cu.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED,
-                cu.CUresult.CUDA_ERROR_INVALID_CONTEXT)
-    if int(err) != 0 and int(err) not in {int(e) for e in teardown}:
-        raise error(int(err), context)
+    status = native()[1].launcher_module_unload(int(module))
+    if status and status not in _TEARDOWN:
+        raise error(status, context)
 
 
 def module_function(module: int, name: str) -> int:
-    cu = _bindings()
-    return int(check(cu.cuModuleGetFunction(cu.CUmodule(int(module)), name.encode()),
-                     f"cuModuleGetFunction({name!r})"))
+    function = _out("uint64_t *")
+    status = native()[1].launcher_module_function(int(module), name.encode(), function)
+    if status:
+        raise error(status, f"cuModuleGetFunction({name!r})")
+    return function[0]
 
 
-def _function_attribute_id(cu, name):
-    A = cu.CUfunction_attribute
-    if isinstance(name, int):
-        return A(name)  # ValueError when these bindings do not know it
-    return getattr(A, "CU_FUNC_ATTRIBUTE_" + name)
-
-
-def function_attribute(function: int, name: str) -> int:
-    """cuFuncGetAttribute; `name` without the CU_FUNC_ATTRIBUTE_ prefix."""
-    cu = _bindings()
-    attr = _function_attribute_id(cu, name)
-    return int(check(cu.cuFuncGetAttribute(attr, cu.CUfunction(int(function))), f"cuFuncGetAttribute({name})"))
+def function_attribute(function: int, name) -> int:
+    """cuFuncGetAttribute; `name` without the CU_FUNC_ATTRIBUTE_ prefix, or a raw value."""
+    attr = _attribute_number(name, FUNCTION_ATTRIBUTES, "CUfunction_attribute", "CU_FUNC_ATTRIBUTE_")
+    value = _out("int *")
+    status = native()[1].launcher_function_get_attribute(int(function), attr, value)
+    if status:
+        raise error(status, f"cuFuncGetAttribute({name})")
+    return value[0]
 
 
 def set_function_attribute(function: int, name, value: int, context: str = "", *, required: bool = True) -> bool:
     """cuFuncSetAttribute; `name` without the CU_FUNC_ATTRIBUTE_ prefix, or a raw value.
     required=False: return False instead of raising when the driver (or the installed
     bindings) does not support it."""
-    cu = _bindings()
     try:
-        attr = _function_attribute_id(cu, name)
+        attr = _attribute_number(name, FUNCTION_ATTRIBUTES, "CUfunction_attribute", "CU_FUNC_ATTRIBUTE_")
     except (ValueError, AttributeError):
         if required:
             raise
         return False
-    err, = cu.cuFuncSetAttribute(cu.CUfunction(int(function)), attr, value)
-    if int(err) != 0:
+    status = native()[1].launcher_function_set_attribute(int(function), attr, int(value))
+    if status:
         if required:
-            raise error(int(err), context or f"cuFuncSetAttribute({name}, {value})")
+            raise error(status, context or f"cuFuncSetAttribute({name}, {value})")
         return False
     return True
 
 
 def prefer_shared_memory(function: int) -> None:
-    cu = _bindings()
-    check(cu.cuFuncSetCacheConfig(cu.CUfunction(int(function)), cu.CUfunc_cache.CU_FUNC_CACHE_PREFER_SHARED),
-          "cuFuncSetCacheConfig")
+    status = native()[1].launcher_function_set_cache_config(int(function), CU_FUNC_CACHE_PREFER_SHARED)
+    if status:
+        raise error(status, "cuFuncSetCacheConfig")
 
 
 def stream_is_capturing(stream: int) -> bool:

@@ -1,0 +1,52 @@
+"""The driver calls of a kernel's first load go through the native library (no cuda.bindings
+import on that path): their attribute numbers agree with cuda.bindings, and without a driver (or
+with a bad image) each raises launcher's CUDA exception rather than crashing."""
+import subprocess
+import sys
+
+import pytest
+
+from launcher import driver
+
+
+def test_the_attribute_numbers_are_cuda_bindings_own():
+    cu = pytest.importorskip("cuda.bindings.driver")
+    for name, number in driver.FUNCTION_ATTRIBUTES.items():
+        assert int(getattr(cu.CUfunction_attribute, "CU_FUNC_ATTRIBUTE_" + name)) == number, name
+    for name, number in driver.DEVICE_ATTRIBUTES.items():
+        assert int(getattr(cu.CUdevice_attribute, "CU_DEVICE_ATTRIBUTE_" + name)) == number, name
+    assert int(cu.CUfunc_cache.CU_FUNC_CACHE_PREFER_SHARED) == driver.CU_FUNC_CACHE_PREFER_SHARED
+    R = cu.CUresult
+    assert driver._TEARDOWN == {int(R.CUDA_ERROR_DEINITIALIZED), int(R.CUDA_ERROR_INVALID_CONTEXT),
+                                int(R.CUDA_ERROR_CONTEXT_IS_DESTROYED)}
+
+
+@pytest.mark.parametrize("call", [
+    lambda: driver.load_module(b"not a cubin", "k"),
+    lambda: driver.module_function(0, "k"),
+    lambda: driver.function_attribute(0, "NUM_REGS"),
+    lambda: driver.set_function_attribute(0, "NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1),
+    lambda: driver.prefer_shared_memory(0),
+    lambda: driver.device_attribute(1 << 20, "WARP_SIZE"),
+], ids=["load", "function", "get attribute", "set attribute", "cache config", "device attribute"])
+def test_a_failing_call_raises_a_cuda_error(call):
+    with pytest.raises(driver.CudaError):
+        call()
+
+
+def test_an_optional_attribute_the_driver_refuses_is_false():
+    assert driver.set_function_attribute(0, 17, 1, required=False) is False
+
+
+def test_a_first_load_never_imports_cuda_bindings():
+    """In a fresh process, the load path's calls (here failing: no GPU, or a bad image) leave
+    cuda.bindings unimported."""
+    code = ("import sys\nfrom launcher import driver\n"
+            "for call in (lambda: driver.load_module(b'x', 'k'), lambda: driver.module_function(0, 'k'),\n"
+            "             lambda: driver.function_attribute(0, 'NUM_REGS'),\n"
+            "             lambda: driver.device_attribute(0, 'MAX_SHARED_MEMORY_PER_BLOCK_OPTIN')):\n"
+            "    try:\n        call()\n    except driver.CudaError:\n        pass\n"
+            "print('cuda.bindings.driver' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
