@@ -9,8 +9,9 @@
      says which PTX instruction is the compiler's fence, then checks the same PTX without it (the
      code Triton 3.6 emits) and prints the error the checker gives for that.
    Every finding of every kernel is shown, whatever kernels and findings there are.
-2. Where a GPU is present, launches vector add through stock Triton and through launcher,
-   checks the results agree, and prints a quick host-time comparison.
+2. Where a GPU is present, launches vector add through stock Triton, through launcher and
+   through launcher's fast dispatch, checks the results agree, and prints a quick host-time
+   comparison, interleaved round by round.
 
 The kernels go to Triton's cache like any other (the demo says which directory that is).
 """
@@ -262,46 +263,65 @@ def check_fences(out=print) -> list[KernelResult]:
     return results
 
 
-def compare_launchers(out=print, batches=30, per_batch=200):
+def compare_launchers(out=print, rounds=30, per_batch=200):
+    """Vector add three ways, interleaved round by round (launcher.bench.rounds): a kernel compiled
+    under stock Triton, one compiled with launcher installed, and that one with the fast dispatch
+    on. Checks every result and prints each path's host time and its ratio to stock's."""
     import torch
     import triton
     import triton.language as tl
 
     import launcher
+    from launcher.bench.rounds import Path, Rounds
 
-    @triton.jit
-    def demo_add(x, y, o, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        tl.store(o + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+    def vector_add():
+        @triton.jit
+        def demo_add(x, y, o, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            m = offs < n
+            tl.store(o + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+        return demo_add
 
     n = 4096
     x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
-    results, timings = {}, {}
-    for who in ("stock", "launcher"):
-        demo_add.device_caches.clear()
-        if who == "launcher":
-            launcher.install()
-        try:
-            o = torch.empty_like(x)
-            demo_add[(4,)](x, y, o, n, BLOCK=1024)
-            torch.cuda.synchronize()
-            results[who] = o
-            samples = []
-            for _ in range(batches):
-                torch.cuda.synchronize()
-                t0 = time.perf_counter_ns()
+    stock_add, our_add = vector_add(), vector_add()
+    kernels = {"stock Triton": (stock_add, False), "launcher": (our_add, False),
+               "launcher, fast dispatch": (our_add, True)}
+    results = {}
+    launcher.uninstall()
+    try:
+        stock_add[(4,)](x, y, torch.empty_like(x), n, BLOCK=1024)  # compiled with Triton's launcher
+        launcher.install()
+        paths = []
+        for name, (kernel, fast) in kernels.items():
+            o = results[name] = torch.full_like(x, -1.0)
+
+            def before(fast=fast, kernel=kernel, o=o):
+                launcher.install(fast_dispatch=fast)
+                kernel[(4,)](x, y, o, n, BLOCK=1024)  # untimed (compiles, or records the guard's key)
+
+            def run(kernel=kernel, o=o):
                 for _ in range(per_batch):
-                    demo_add[(4,)](x, y, o, n, BLOCK=1024)
-                samples.append((time.perf_counter_ns() - t0) / per_batch / 1e3)
-            torch.cuda.synchronize()
-            timings[who] = statistics.median(samples)
-        finally:
-            launcher.uninstall()
-    same = torch.equal(results["stock"], results["launcher"]) and torch.equal(results["stock"], x + y)
-    out(f"vector add through stock Triton and launcher: results {'identical' if same else 'DIFFER'}")
-    out(f"  kernel[grid](...) host time: stock {timings['stock']:.2f} µs, launcher "
-        f"{timings['launcher']:.2f} µs per launch (quick look; `python -m launcher bench` measures properly)")
+                    kernel[(4,)](x, y, o, n, BLOCK=1024)
+
+            paths.append(Path(name, run, per_batch, before))
+        r = Rounds(paths, sync=torch.cuda.synchronize)
+        r.run(rounds, warmup=2)
+        torch.cuda.synchronize()
+    finally:
+        launcher.uninstall()
+    want = x + y
+    same = all(torch.equal(o, want) for o in results.values())
+    out(f"vector add through stock Triton, launcher, and launcher with its fast dispatch: results "
+        f"{'identical' if same else 'DIFFER'}")
+    stock = r.times["stock Triton"]
+    out(f"  kernel[grid](...) host time, interleaved over {rounds} rounds of {per_batch} launches "
+        f"(quick look; `python -m launcher bench` measures properly):")
+    for name in kernels:
+        ratios = [t / s for t, s in zip(r.times[name], stock)]
+        out(f"    {name:24s} {statistics.median(r.times[name]):6.2f} µs per launch, "
+            f"{statistics.median(ratios):.2f} of stock's")
     return same
 
 
