@@ -299,7 +299,7 @@ def run({params}*, grid, warmup, **_lg_options):
     try:
         _lg_okey = frozenset(_lg_options.items()) if _lg_options else ()
         _lg_dev = _lg_DEVICE()
-{classify}        _lg_key = (_lg_dev, _lg_JIT.debug, _lg_KNOBS(), _lg_okey, {keys})
+{classify}        _lg_key = (_lg_dev, _lg_JIT.debug, {knobs}_lg_okey, {keys})
         _lg_e = _lg_ENTRIES.get(_lg_key)
     except _lg_NoKey as _lg_reason:
         return _lg_fallback(str(_lg_reason), grid, warmup, _lg_options, ({names}))
@@ -347,25 +347,32 @@ _INT_KEY = '''\
 _guard_code: dict = {}  # guard source -> its code object
 
 
-def generate_guard(name: str, params, namespace: dict):
+def generate_guard(name: str, params, namespace: dict, knobs=()):
     """The `run` of one @triton.jit function behind the guard. params: (name, is_constexpr,
-    specialize, align) per parameter, in order, with defaults in namespace as _lg_DEFAULT_<i>."""
+    specialize, align) per parameter, in order, with defaults in namespace as _lg_DEFAULT_<i>;
+    knobs: expressions (over namespace names) of the knobs that enter Triton's cache key.
+
+    The key is one flat tuple (no tuple per argument to build and hash): two entries per
+    argument, its kind and, for tensors, its dtype or alignment."""
     lines, keys, names = [], [], []
     sig = []
     for i, (pname, is_constexpr, specialize, align) in enumerate(params):
-        a, k = pname, f"_lg_k{i}"
+        a, k, d = pname, f"_lg_k{i}", f"_lg_d{i}"
         names.append(a)
         sig.append(f"{a}=_lg_DEFAULT_{i}" if f"_lg_DEFAULT_{i}" in namespace else a)
-        keys.append(k)
+        keys += [k, d]
         if is_constexpr:  # by value (and type: 1, 1.0 and True are different constexprs)
-            lines.append(f"        {k} = ({a}.__class__, {a})")
+            lines.append(f"        {k} = {a}.__class__")
+            lines.append(f"        {d} = {a}")
             continue
         lines.append(f"        _lg_c = {a}.__class__")
+        lines.append(f"        {d} = None")
         lines.append(f"        if _lg_c is _lg_TENSOR:")
+        lines.append(f"            {k} = {a}.dtype")  # a dtype object: never equal to the codes below
         if specialize and align:
-            lines.append(f"            {k} = ({a}.dtype, not {a}.data_ptr() & 15)")
-        else:
-            lines.append(f"            {k} = ({a}.dtype, {None if not specialize else 'False'})")
+            lines.append(f"            {d} = not {a}.data_ptr() & 15")
+        elif specialize:
+            lines.append(f"            {d} = False")
         if specialize:
             codes = {"i32": 2, "i64": 4, "u64": 6} if align else {"i32": 3, "i64": 5, "u64": 7}
             align_bit = f" + ({a} & 15 != 0)" if align else ""
@@ -383,7 +390,8 @@ def generate_guard(name: str, params, namespace: dict):
         lines.append(f"            {k} = _lg_classify({a}, {specialize}, {align})")
     bound = ", ".join(f"{n!r}: {n}" for n in names)
     source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=", ".join(names) + ("," if len(names) == 1 else ""),
-                                   classify="".join(x + "\n" for x in lines), keys=", ".join(keys), bound=bound)
+                                   classify="".join(x + "\n" for x in lines), keys=", ".join(keys), bound=bound,
+                                   knobs="".join(k + ", " for k in knobs))
     code = _guard_code.get(source)
     if code is None:  # compiled once per source: a kernel guarded again costs an exec
         digest = hashlib.sha1(source.encode()).hexdigest()[:12]

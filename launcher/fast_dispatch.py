@@ -120,7 +120,7 @@ class Guard:
         self.original = original
         self._getters = (device, stream)
         self.entries: dict = {}
-        self._ns, self._settled = None, False
+        self._ns, self._settled, self._knobs = None, False, []
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
         if any(p.name.startswith("_lg_") or p.name in ("grid", "warmup") for p in params):
@@ -129,7 +129,7 @@ class Guard:
             self.run = codegen.generate_guard(getattr(jit, "__name__", "kernel"),
                                               [(p.name, p.is_constexpr, not p.do_not_specialize,
                                                 not p.do_not_specialize_on_alignment) for p in params],
-                                              self._namespace(params))
+                                              self._namespace(params), self._knobs)
         jit.__dict__[_GUARD] = self
         jit.__dict__["run"] = self.run
         _attached.add(self)
@@ -154,11 +154,14 @@ class Guard:
         ns = {
             "_lg_JIT": self.jit, "_lg_RT": A.runtime_knobs(), "_lg_STREAM": stream,
             "_lg_DEVICE": A.fast_device_getter(device),
-            "_lg_KNOBS": A.dispatch_knobs_reader(), "_lg_ENTRIES": self.entries, "_lg_NoKey": NoKey,
+            "_lg_ENTRIES": self.entries, "_lg_NoKey": NoKey,
             "_lg_fallback": self._fallback, "_lg_miss": self._miss, "_lg_NO_CACHES": _NO_CACHES,
             "_lg_check_globals": A.check_used_globals, "_lg_HOOK_CHAIN": A.hook_chain_type(),
             "_lg_HITS": _hits, "_lg_classify": classify, "_lg_TENSOR": tensor,
         }
+        for i, (holder, attr) in enumerate(A.dispatch_knobs()):
+            ns[f"_lg_KNOB_{i}"] = holder
+            self._knobs.append(f"_lg_KNOB_{i}.{attr}")
         self._ns = ns
         for i, p in enumerate(params):
             if p.default is not A.EMPTY:

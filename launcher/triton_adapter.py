@@ -409,15 +409,16 @@ def jit_function_class():
     return JITFunction
 
 
-def dispatch_knobs_reader():
-    """A function returning the knobs that enter Triton's JIT cache key on this release (debug,
-    instrumentation mode; 3.9: fpsan casts), read as JITFunction.run reads them on every call."""
+def dispatch_knobs() -> list:
+    """The knobs that enter Triton's JIT cache key on this release, as JITFunction.run reads them
+    on every call: (knobs object, attribute) pairs (debug, instrumentation mode; 3.9: fpsan casts)."""
     from triton import knobs
 
     runtime, compilation = knobs.runtime, knobs.compilation
+    out = [(runtime, "debug"), (compilation, "instrumentation_mode")]
     if hasattr(type(compilation), "fpsan_homomorphic_casts"):
-        return lambda: (runtime.debug, compilation.instrumentation_mode, compilation.fpsan_homomorphic_casts)
-    return lambda: (runtime.debug, compilation.instrumentation_mode)
+        out.append((compilation, "fpsan_homomorphic_casts"))
+    return out
 
 
 def device_and_stream_getters() -> tuple:
