@@ -538,11 +538,14 @@ def test_hot(benchmark, cases, env, tmp_path, name):
 
 # ---- fast-dispatch miss ----
 def test_fast_dispatch_miss(benchmark, env):
-    """Calls the guard has no record for but Triton has compiled: each kernel of a batch (a
-    JITFunction of its own) was called before with n=1000 with fast dispatch on (so the guard
-    knows it) and with n=1024 with it off (so Triton compiled that specialization too: n is then
-    divisible by 16). The timed call passes n=1024 with fast dispatch on: a miss that takes
-    Triton's path without compiling. Against it: the same calls on kernels without the guard."""
+    """Calls the guard has no record for but Triton has compiled, against the same calls without
+    the guard. Every round takes two new groups of MISS_BATCH kernels (each a JITFunction of its
+    own) warmed alike: each kernel was called with n=1024 with fast dispatch off (so Triton
+    compiled that specialization: n is then divisible by 16); those of the first group were also
+    called with n=1000 with it on (so their guard knows that key). Before the batch, untimed,
+    every kernel gets a warmup() call with n=1024 (which puts a dormant guard back in front of
+    its kernel and records nothing). The timed call passes n=1024: with fast dispatch on, a miss
+    that takes Triton's path without compiling; without it, Triton's path on equally new objects."""
     if not fast_dispatch_available(launcher):
         pytest.skip("launcher.install(fast_dispatch=...) does not exist yet")
     launcher.install()
@@ -562,37 +565,38 @@ def test_fast_dispatch_miss(benchmark, env):
     warm(probe, False)
     how = fd.establish(lambda: [probe[grid](x, y, out, 1000, BLOCK=1024) for _ in range(2)],
                        lambda: [probe[grid](x, y, out, 1000, BLOCK=1024) for _ in range(2)])
-    batches = []
+    groups = {True: [], False: []}
     for _ in range(MISS_ROUNDS + 1):  # one warm-up round
-        group = [triton.jit(K.add.fn) for _ in range(MISS_BATCH)]
-        for j in group:
-            warm(j, True)
-        batches.append(group)
-    reference = [triton.jit(K.add.fn) for _ in range(MISS_BATCH)]
-    for j in reference:
-        warm(j, False)
+        for guarded in (True, False):
+            group = [triton.jit(K.add.fn) for _ in range(MISS_BATCH)]
+            for j in group:
+                warm(j, guarded)
+            groups[guarded].append(group)
     sync()
-    todo, counts, state = [], [], {}
+    todo, counts, state = {}, [], {}
 
-    def before():
-        todo[:] = batches.pop(0)
-        fd.set(True)
-        state["s"] = fd.snapshot()
+    def before(guarded):
+        def prepare():
+            todo[guarded] = groups[guarded].pop(0)
+            fd.set(guarded)
+            for j in todo[guarded]:
+                j.warmup(x, y, out, 1024, BLOCK=1024, grid=grid)
+            state["s"] = fd.snapshot()
+        return prepare
 
-    def run_miss():
-        for j in todo:
-            j[grid](x, y, out, 1024, BLOCK=1024)
+    def run(guarded):
+        def calls():
+            for j in todo[guarded]:
+                j[grid](x, y, out, 1024, BLOCK=1024)
+        return calls
 
     def after():
         s = fd.snapshot()
         fd.set(False)
         counts.append(fd.delta(state["s"], s))
 
-    def run_triton():
-        for j in reference:
-            j[grid](x, y, out, 1024, BLOCK=1024)
-
-    paths = [Path(N.MISS, run_miss, MISS_BATCH, before, after), Path(N.TRITON_PATH, run_triton, MISS_BATCH)]
+    paths = [Path(N.MISS, run(True), MISS_BATCH, before(True), after),
+             Path(N.TRITON_PATH, run(False), MISS_BATCH, before(False))]
     benchmark.group = "cold: " + N.FAST_MISS
     r = timed_rounds(benchmark, paths, MISS_ROUNDS, 1)
     known = [b for b in counts[1:] if b is not None]
