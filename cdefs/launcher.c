@@ -75,6 +75,7 @@ static struct {
     CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
     CUresult (*cuFuncSetCacheConfig)(CUfunction, int);
     CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*cuDriverGetVersion)(int *);
 } cu;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
@@ -108,6 +109,7 @@ static void cu_open(void) {
     LOAD(cuFuncSetAttribute);
     LOAD(cuFuncSetCacheConfig);
     LOAD(cuDeviceGetAttribute);
+    LOAD(cuDriverGetVersion);
 #undef LOAD
     cu.status = cu.cuInit(0);
 }
@@ -644,18 +646,32 @@ int launcher_bound_launch(launcher_bound *b, uint64_t stream) {
 }
 
 /* ---- tensor maps ---- */
-int launcher_encode_tiled(char *out_128_bytes, int elem_type, uint32_t rank, uint64_t global_address,
-                          const char *geometry, size_t geometry_len, int interleave, int swizzle,
-                          int l2_promotion, int oob_fill) {
+int launcher_encode_tensor(char *out_128_bytes, int elem_type, uint32_t rank, uint64_t global_address,
+                           const int64_t *shape, const int64_t *strides, const uint32_t *box,
+                           uint32_t elem_size, int interleave, int swizzle, int l2_promotion,
+                           int oob_fill, uint64_t clear_bit21_below) {
+    uint64_t dims[5], byte_strides[5] = {0}, extent = 0;
+    uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+    if (rank < 1 || rank > 5 || elem_size == 0)
+        return LAUNCHER_ERROR_BAD_GEOMETRY;
+    for (uint32_t i = 0; i < rank; i++) {
+        int64_t size = shape[rank - 1 - i], stride = strides[rank - 1 - i];
+        if (size < 0 || stride < 0 || (uint64_t)stride > UINT64_MAX / elem_size || box[i] == 0)
+            return LAUNCHER_ERROR_BAD_GEOMETRY;
+        dims[i] = (uint64_t)size;
+        if (i > 0)
+            byte_strides[i - 1] = (uint64_t)stride * elem_size;
+        /* the offset of the tensor's last byte (saturating): what the bit-21 workaround asks */
+        uint64_t step = i == 0 ? elem_size : byte_strides[i - 1];
+        uint64_t reach = size == 0 ? 0 : (uint64_t)(size - 1);
+        if (reach && step > (UINT64_MAX - extent) / reach)
+            extent = UINT64_MAX;
+        else
+            extent += reach * step;
+    }
     int rc = launcher_driver_init();
     if (rc != 0)
         return rc;
-    launcher_tensor_map_geometry g;
-    if (geometry_len != sizeof g)
-        return LAUNCHER_ERROR_BAD_BUFFER;
-    memcpy(&g, geometry, sizeof g);
-    if (rank < 1 || rank > 5)
-        return CUDA_ERROR_INVALID_VALUE;
     if (global_address) {
         CUcontext ctx = NULL;
         uint64_t translated;
@@ -666,10 +682,23 @@ int launcher_encode_tiled(char *out_128_bytes, int elem_type, uint32_t rank, uin
             return rc == CUDA_ERROR_INVALID_VALUE ? LAUNCHER_ERROR_BAD_POINTER : rc;
     }
     _Alignas(128) unsigned char map[128];
-    rc = cu.cuTensorMapEncodeTiled(map, elem_type, rank, (void *)(uintptr_t)global_address, g.dims,
-                                   g.byte_strides, g.box, g.elem_strides, interleave, swizzle,
+    rc = cu.cuTensorMapEncodeTiled(map, elem_type, rank, (void *)(uintptr_t)global_address, dims,
+                                   byte_strides, box, elem_strides, interleave, swizzle,
                                    l2_promotion, oob_fill);
-    if (rc == CUDA_SUCCESS)
-        memcpy(out_128_bytes, map, 128);
-    return rc;
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (clear_bit21_below && extent < UINT64_MAX && extent + 1 < clear_bit21_below) {
+        uint64_t word;
+        memcpy(&word, map + 8, 8);
+        word &= ~((uint64_t)1 << 21);
+        memcpy(map + 8, &word, 8);
+    }
+    memcpy(out_128_bytes, map, 128);
+    return CUDA_SUCCESS;
+}
+
+int launcher_driver_version(int *version) {
+    int rc = launcher_driver_init();
+    *version = 0;
+    return rc != 0 ? rc : cu.cuDriverGetVersion(version);
 }

@@ -36,7 +36,8 @@ enum {
     LAUNCHER_ERROR_BAD_PLAN = -4,    /* a plan that is malformed (launcher_plan_new says how) */
     LAUNCHER_ERROR_BAD_BUFFER = -5,  /* a buffer that does not have the plan's size */
     LAUNCHER_ERROR_BAD_GRID = -6,    /* a grid that does not fit the driver's unsigned ints */
-    LAUNCHER_ERROR_NO_MEMORY = -7    /* malloc failed */
+    LAUNCHER_ERROR_NO_MEMORY = -7,   /* malloc failed */
+    LAUNCHER_ERROR_BAD_GEOMETRY = -8 /* a tensor map's rank, sizes or strides are out of range */
 };
 
 /* Why launcher_plan_new refused a plan (in *detail; the index of the culprit in *where). */
@@ -146,22 +147,23 @@ int launcher_function_set_attribute(uint64_t function, int attribute, int value)
 int launcher_function_set_cache_config(uint64_t function, int config);
 int launcher_device_get_attribute(int device, int attribute, int *value);
 
-/* The geometry of a tiled tensor map in cuTensorMapEncodeTiled's order: dimensions innermost
- * first, the byte strides of dimensions 1 to rank-1, the box, the element strides. */
-typedef struct {
-    uint64_t dims[5];
-    uint64_t byte_strides[5];
-    uint32_t box[5];
-    uint32_t elem_strides[5];
-} launcher_tensor_map_geometry;
+/* A tiled CUtensorMap into out_128_bytes for a tensor as Python describes it: `shape` and
+ * `strides` (in elements) outermost first, `box` innermost first, rank 1 to 5.  This only turns
+ * them into cuTensorMapEncodeTiled's order (dimensions innermost first, byte strides of the rank-1
+ * outer dimensions, element strides 1) and passes the rest through; Python decides the
+ * conventions.  clear_bit21_below: where non-zero, bit 21 of the map's second 64-bit word is
+ * cleared when the tensor's last byte lies below that many bytes (the CUTLASS workaround, applied
+ * where Python says the kernel's release and the driver call for it).  LAUNCHER_ERROR_BAD_GEOMETRY
+ * for a rank, a size or a stride out of range (checked before the driver is opened); a non-zero
+ * global_address is checked as pointer arguments are: LAUNCHER_ERROR_BAD_POINTER when the current
+ * context cannot reach it. */
+int launcher_encode_tensor(char *out_128_bytes, int elem_type, uint32_t rank, uint64_t global_address,
+                           const int64_t *shape, const int64_t *strides, const uint32_t *box,
+                           uint32_t elem_size, int interleave, int swizzle, int l2_promotion,
+                           int oob_fill, uint64_t clear_bit21_below);
 
-/* cuTensorMapEncodeTiled into out_128_bytes, passed through as it is (Python applies Triton's
- * conventions).  `geometry` holds a launcher_tensor_map_geometry (geometry_len bytes).  A
- * non-zero global_address is checked first, as pointer arguments are: LAUNCHER_ERROR_BAD_POINTER
- * when the current context cannot reach it. */
-int launcher_encode_tiled(char *out_128_bytes, int elem_type, uint32_t rank, uint64_t global_address,
-                          const char *geometry, size_t geometry_len, int interleave, int swizzle,
-                          int l2_promotion, int oob_fill);
+/* cuDriverGetVersion (e.g. 13000 for 13.0) into *version. */
+int launcher_driver_version(int *version);
 
 /* Pointer-range cache: hits (this thread) and driver queries (all threads); clear forgets
  * every remembered range in every thread. */

@@ -80,6 +80,7 @@ _OWN_ERRORS = {  # our negative status codes: (name, text)
     "LAUNCHER_ERROR_BAD_BUFFER": "the packed argument buffer does not have the plan's size",
     "LAUNCHER_ERROR_BAD_GRID": "the grid (times the cluster size) does not fit the driver's 32-bit dimensions",
     "LAUNCHER_ERROR_NO_MEMORY": "out of host memory",
+    "LAUNCHER_ERROR_BAD_GEOMETRY": "a tensor map's rank, sizes or strides are out of range",
 }
 
 
@@ -263,24 +264,21 @@ def struct_format(ctype: str) -> str:
     return fmt
 
 
-@functools.lru_cache(maxsize=None)
-def _geometry():
-    return struct.Struct(struct_format("launcher_tensor_map_geometry")).pack
-
-
-def encode_tensor_map_tiled(elem_type: int, global_address: int, dims, byte_strides, box,
-                            elem_strides, interleave: int, swizzle: int, l2_promotion: int,
-                            oob_fill: int) -> bytes:
-    """cuTensorMapEncodeTiled as it is (innermost dimension first); returns the 128 bytes.
-    Raises ValueError for a global address the current context cannot reach."""
+def encode_tensor(elem_type: int, global_address: int, shape, strides, box, elem_size: int, interleave: int,
+                  swizzle: int, l2_promotion: int, oob_fill: int, clear_bit21_below: int = 0) -> bytes:
+    """The 128 bytes of a tiled CUtensorMap (launcher_encode_tensor): `shape` and `strides` (in
+    elements) outermost first, `box` innermost first. Raises ValueError for a geometry out of
+    range or a global address the current context cannot reach."""
     ffi, lib = native()
-    rank = len(dims)
-    pad = (0,) * (5 - rank)
-    geometry = _geometry()(*dims, *pad, *byte_strides, *(0,) * (5 - len(byte_strides)), *box, *pad,
-                           *elem_strides, *pad)
     out = ffi.new("char[128]")
-    rc = lib.launcher_encode_tiled(out, elem_type, rank, global_address, geometry, len(geometry),
-                                   interleave, swizzle, l2_promotion, oob_fill)
+    try:
+        rc = lib.launcher_encode_tensor(out, elem_type, len(shape), global_address, shape, strides, box,
+                                        elem_size, interleave, swizzle, l2_promotion, oob_fill, clear_bit21_below)
+    except (OverflowError, TypeError):
+        rc = lib.LAUNCHER_ERROR_BAD_GEOMETRY
+    if rc == lib.LAUNCHER_ERROR_BAD_GEOMETRY:
+        raise ValueError(f"tensor map shape {list(shape)}, strides {list(strides)} and block {list(box)[::-1]} "
+                         f"must be one to five non-negative 64-bit sizes each (the block positive)")
     if rc == lib.LAUNCHER_ERROR_BAD_POINTER:
         raise ValueError(f"tensor descriptor base {global_address:#x} cannot be accessed from the "
                          "device (a CPU tensor?)")
@@ -326,8 +324,11 @@ def device_name(device: int) -> str:
 @functools.lru_cache(maxsize=None)
 def driver_version() -> int:
     """The CUDA driver's version, e.g. 13000 for 13.0 (asked once: it cannot change in a process)."""
-    cu = _bindings()
-    return int(check(cu.cuDriverGetVersion(), "cuDriverGetVersion"))
+    version = _out("int *")
+    status = native()[1].launcher_driver_version(version)
+    if status:
+        raise error(status, "cuDriverGetVersion")
+    return version[0]
 
 
 def set_current_device(device: int) -> None:

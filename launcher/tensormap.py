@@ -12,7 +12,6 @@ again.
 from __future__ import annotations
 
 import operator
-import struct
 
 from launcher import driver
 
@@ -25,7 +24,6 @@ _INTERLEAVE_NONE, _L2_PROMOTION_128B = 0, 2
 _OOB_FILL_NONE, _OOB_FILL_NAN = 0, 1
 _BIT21_DRIVERS = 13010  # drivers up to 13.1 get the CUTLASS workaround
 _BIT21_EXTENT = 128 * 1024  # ... for tensors whose last byte lies below 128 KiB
-_ONES = (1, 1, 1, 1, 1)  # element strides
 
 
 class TensorMap:
@@ -77,44 +75,33 @@ def encode_tiled(address: int, swizzle: int, elem_size: int, elem_type: int, blo
     if not 1 <= rank <= 5 or len(strides) != rank or len(block_size) != rank:
         raise ValueError(f"tensor map rank mismatch: shape {list(shape)}, strides {list(strides)}, "
                          f"block {list(block_size)} (rank 1 to 5)")
-    block = [operator.index(b) for b in block_size]
-    if min(block) <= 0:
-        raise ValueError(f"tensor map block {block} must be positive")
-    return _encode_checked_block(address, swizzle, elem_size, elem_type, block[::-1], shape, strides, padding,
-                                 clear_bit21)
-
-
-def _encode_checked_block(address, swizzle, elem_size, elem_type, box, shape, strides, padding, clear_bit21):
-    """encode_tiled once the block is known to be good: `box` is it innermost first."""
-    rank = len(shape)
     try:
-        shape = [operator.index(s) for s in shape]
-        strides = [operator.index(s) for s in strides]
+        box = [operator.index(b) for b in reversed(block_size)]
     except TypeError:
-        raise ValueError(f"tensor map shape {list(shape)} and strides {list(strides)} must be integers") from None
-    if len(strides) != rank or min(shape) < 0 or min(strides) < 0:
-        raise ValueError(f"tensor map shape {shape} and strides {strides} must be non-negative, one per dimension")
-    # The driver takes dimensions innermost first, and byte strides of the rank-1 outer ones.
-    dims = shape[::-1]
-    byte_strides = [strides[rank - 2 - i] * elem_size for i in range(rank - 1)]
+        raise ValueError(f"tensor map block {list(block_size)} must be integers") from None
+    return _encode(address, swizzle, elem_size, elem_type, box, shape, strides, padding, clear_bit21)
+
+
+def _bit21_below(clear_bit21: bool) -> int:
+    """What launcher_encode_tensor takes: the CUTLASS workaround's extent where the kernel's
+    release applies it and the driver is one it is for, else 0."""
+    return _BIT21_EXTENT if clear_bit21 and driver.driver_version() <= _BIT21_DRIVERS else 0
+
+
+def _encode(address, swizzle, elem_size, elem_type, box, shape, strides, padding, clear_bit21) -> TensorMap:
+    """One tensor map: `box` innermost first (as the driver takes it), the rest outermost first."""
     try:
-        data = driver.encode_tensor_map_tiled(
-            elem_type, address, dims, byte_strides, box, _ONES[:rank], _INTERLEAVE_NONE,
-            swizzle, _L2_PROMOTION_128B, _OOB_FILL_NAN if padding else _OOB_FILL_NONE)
-    except (OverflowError, struct.error):
-        raise ValueError(f"tensor map shape {shape} or strides {strides} do not fit the driver's "
-                         "64-bit sizes") from None
+        data = driver.encode_tensor(elem_type, address, shape, strides, box, elem_size, _INTERLEAVE_NONE,
+                                    swizzle, _L2_PROMOTION_128B, _OOB_FILL_NAN if padding else _OOB_FILL_NONE,
+                                    _bit21_below(clear_bit21))
+    except driver.CudaDriverNotFound:
+        raise
     except driver.CudaError as e:
         raise driver.CudaError(
             e.code, e.name, e.text,
-            f"failed to create tensor map descriptor (elemType={elem_type} rank={rank} "
+            f"failed to create tensor map descriptor (elemType={elem_type} rank={len(shape)} "
             f"global_address={address:#x} elemSize={elem_size} swizzle={swizzle} padding={padding} "
-            f"shape={shape} strides={strides} blockSize={box[::-1]})") from None
-    if clear_bit21 and driver.driver_version() <= _BIT21_DRIVERS:
-        extent = sum((dims[i] - 1) * (elem_size if i == 0 else byte_strides[i - 1]) for i in range(rank))
-        if extent + 1 < _BIT21_EXTENT:
-            word = int.from_bytes(data[8:16], "little") & ~(1 << 21)
-            data = data[:8] + word.to_bytes(8, "little") + data[16:]
+            f"shape={list(shape)} strides={list(strides)} blockSize={list(box)[::-1]})") from None
     tmap = TensorMap.__new__(TensorMap)
     tmap.data, tmap._buffer = data, None
     return tmap
@@ -159,14 +146,14 @@ class DescriptorEncoder:
                              f"and strides {list(strides)}")
         if strides[-1] != 1:
             raise ValueError(f"the last stride of a TMA tensor descriptor must be 1, got strides {list(strides)}")
-        if len(self.box) != self.ndim or not all(b.__class__ is int and b > 0 for b in self.box):
-            raise ValueError(f"the kernel's tensor descriptor block {self.block_size} is not {self.ndim} positive sizes")
+        if len(self.box) != self.ndim:
+            raise ValueError(f"the kernel's tensor descriptor block {self.block_size} is not {self.ndim}-d")
         encoded_shape = list(shape)
         if self.fp4_padded:
             encoded_shape[-1] *= 2
         elem_type = TMA_TF32 if tf32 else TMA_DTYPE_DEVICE_TO_HOST[self.elem_type]
-        tmap = _encode_checked_block(address, self.swizzle, self.elem_size, elem_type, self.box, encoded_shape,
-                                     strides, 1 if nan else 0, self.clear_bit21)
+        tmap = _encode(address, self.swizzle, self.elem_size, elem_type, self.box, encoded_shape, strides,
+                       1 if nan else 0, self.clear_bit21)
         if len(self.cache) >= self.MAX_CACHED:
             self.cache.clear()
         self.cache[(address, shape, strides, nan, tf32)] = tmap

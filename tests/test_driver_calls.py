@@ -50,3 +50,22 @@ def test_a_first_load_never_imports_cuda_bindings():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("shape, strides, block", [
+    ((), (), ()),  # rank 0
+    ((2,) * 6, (1,) * 6, (1,) * 6),  # rank 6
+    ((64, -1), (64, 1), (64, 64)),  # a negative size
+    ((64, 64), (-64, 1), (64, 64)),  # a negative stride
+    ((64, 2**64), (64, 1), (64, 64)),  # beyond 64 bits
+    ((64, 64), (2**62, 1), (64, 64)),  # a byte stride beyond 64 bits
+    ((64, 64), (64, 1), (0, 64)),  # an empty box
+    ((64, 64), (64, 1), (-1, 64)),
+    ((64, 64), (64, 1), (64,)),  # ranks that disagree
+], ids=["rank 0", "rank 6", "negative size", "negative stride", "size beyond 64 bits",
+        "byte stride beyond 64 bits", "empty box", "negative box", "rank mismatch"])
+def test_a_tensor_map_geometry_out_of_range_is_a_value_error_before_any_driver_call(shape, strides, block):
+    from launcher.tensormap import encode_tiled
+
+    with pytest.raises(ValueError, match="tensor map"):
+        encode_tiled(0x1000, 0, 4, 7, block, shape, strides, 0, clear_bit21=False)

@@ -1,0 +1,47 @@
+"""Tensor maps on the GPU (the H200): launcher's encoder (launcher_encode_tensor, Triton's
+conventions) gives the bytes Triton's own driver.c gives, for tensors small enough for the bit-21
+workaround and larger ones, every swizzle, NaN padding, ranks 1 to 5 and several element types."""
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+torch = pytest.importorskip("torch", reason="GPU tests need torch and an NVIDIA GPU (run on the H200)")
+
+import launcher  # noqa: E402
+from launcher import driver, triton_adapter  # noqa: E402
+from launcher.tensormap import encode_tiled  # noqa: E402
+
+CASES = [  # (shape, block, element size, host element type, swizzle, padding)
+    ((64, 64), (64, 64), 2, 6, 3, 0),  # fp16, 8 KB: the bit-21 workaround's size
+    ((256, 256), (64, 64), 2, 6, 3, 0),  # 128 KiB exactly: just beyond it
+    ((1024, 1024), (64, 64), 2, 6, 3, 0),  # fp16, 2 MB
+    ((256, 128), (32, 16), 4, 7, 2, 1),  # fp32, 64-byte swizzle, NaN padding
+    ((4096,), (256,), 4, 7, 0, 0),  # rank 1, no swizzle
+    ((8, 64, 64), (1, 64, 32), 1, 0, 1, 0),  # uint8, rank 3, 32-byte swizzle
+    ((2, 2, 4, 32, 64), (1, 1, 2, 16, 64), 2, 6, 3, 0),  # rank 5
+]
+
+
+@pytest.fixture(scope="module")
+def stock_fill():
+    launcher.uninstall()
+    from triton.backends.nvidia import driver as nv
+
+    utils = nv.CudaUtils()  # Triton's own (compiles driver.c, as stock Triton does)
+    fill = getattr(utils, triton_adapter.release().fill_tma_name)
+    ffi, _ = driver.native()
+    return lambda *a: bytes(ffi.buffer(ffi.cast("char *", fill(*a).tma_desc_cpu_ptr()), 128))
+
+
+@pytest.mark.parametrize("shape, block, elem_size, elem_type, swizzle, padding", CASES)
+def test_our_tensor_map_is_tritons(stock_fill, shape, block, elem_size, elem_type, swizzle, padding):
+    n = 1
+    for s in shape:
+        n *= s
+    t = torch.zeros(n * elem_size, device="cuda", dtype=torch.uint8)
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    args = (t.data_ptr(), swizzle, elem_size, elem_type, list(block), list(shape), strides, padding)
+    ours = encode_tiled(*args, clear_bit21=triton_adapter.release().conventions.tma_clear_bit21).data
+    assert ours == stock_fill(*args)
