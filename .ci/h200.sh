@@ -17,6 +17,7 @@
 #   compare A B    python -m launcher bench --compare $OUT/A/bench.json $OUT/B/bench.json
 #   demo           python -m launcher demo
 #   profile        bench/quick_profile.py
+#   script FILE    python3 FILE (a probe carried in an ignored folder)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -35,6 +36,9 @@ if [ -n "$TAR" ]; then
 fi
 python3 -m pip install -q --no-build-isolation --no-deps --no-index -e . > "$OUT/build.log" 2>&1 \
   || { tail -20 "$OUT/build.log"; exit 1; }
+# Byte-compile the package as a regular pip install does (an editable one leaves it to the first
+# import, which PYTHONDONTWRITEBYTECODE may forbid): fresh processes then import what users import.
+python3 -m compileall -q launcher > /dev/null
 TV=$(python3 -c "import triton; print(triton.__version__)")
 echo "== Triton $TV, $(python3 -c 'import torch; print("torch", torch.__version__)'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 export TRITON_CACHE_DIR=/tmp/triton-cache-$TV
@@ -45,7 +49,7 @@ while [ $# -gt 0 ]; do
   case $phase in
     tests|gpu)
       K=""; M=""
-      if [ "$phase" = tests ] && [ $# -gt 0 ] && [[ $1 != -* ]] && ! [[ $1 =~ ^(gpu|triton-tests|bench|compare|demo|profile)$ ]]; then K=$1; shift; fi
+      if [ "$phase" = tests ] && [ $# -gt 0 ] && [[ $1 != -* ]] && ! [[ $1 =~ ^(gpu|triton-tests|bench|compare|demo|profile|script)$ ]]; then K=$1; shift; fi
       [ "$phase" = gpu ] && M="gpu"
       python3 -m pytest tests -q -rs -s -p no:cacheprovider ${K:+-k "$K"} ${M:+-m "$M"} > "$OUT/$tag-$phase.log" 2>&1
       echo "-- $phase exit $?"
@@ -76,6 +80,10 @@ while [ $# -gt 0 ]; do
       ;;
     profile)
       python3 bench/quick_profile.py 2>&1 | tail -40
+      ;;
+    script)
+      f=$1; shift
+      python3 "$f" 2>&1 | tail -80
       ;;
     *)
       echo "unknown phase $phase"; exit 2
