@@ -60,8 +60,11 @@ def tensormap_bytes(obj) -> bytes:
 
     stock = stock_tensormap_type()
     if stock is not None and stock is not TensorMap and type(obj) is stock:
+        # Triton's C object (3.6-3.9 driver.c: PyObject_HEAD, then the aligned 128-byte map as its
+        # last member, so the map ends the object); it has no method that gives the bytes, and
+        # CPython's id() is the object's address.
         ffi, _ = driver.native()
-        return bytes(ffi.buffer(ffi.cast("char *", obj.tma_desc_cpu_ptr()), 128))
+        return bytes(ffi.buffer(ffi.cast("char *", id(obj) + stock.__basicsize__ - 128), 128))
     raise TypeError(f"expects a CUtensorMap (launcher.TensorMap or Triton's PyCUtensorMap), "
                     f"got {type(obj).__name__}")
 

@@ -1,6 +1,7 @@
 """Tensor maps on the GPU (the H200): launcher's encoder (launcher_encode_tensor, Triton's
-conventions) gives the bytes Triton's own driver.c gives, for tensors small enough for the bit-21
-workaround and larger ones, every swizzle, NaN padding, ranks 1 to 5 and several element types."""
+conventions) gives the bytes Triton's own driver.c gives (read from Triton's PyCUtensorMap as a launch reads
+one), for tensors small enough for the bit-21 workaround and larger ones, every swizzle, NaN
+padding, ranks 1 to 5 and several element types."""
 import pytest
 
 pytestmark = pytest.mark.gpu
@@ -8,8 +9,8 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch", reason="GPU tests need torch and an NVIDIA GPU (run on the H200)")
 
 import launcher  # noqa: E402
-from launcher import driver, triton_adapter  # noqa: E402
-from launcher.tensormap import encode_tiled  # noqa: E402
+from launcher import triton_adapter  # noqa: E402
+from launcher.tensormap import encode_tiled, tensormap_bytes  # noqa: E402
 
 CASES = [  # (shape, block, element size, host element type, swizzle, padding)
     ((64, 64), (64, 64), 2, 6, 3, 0),  # fp16, 8 KB: the bit-21 workaround's size
@@ -29,8 +30,7 @@ def stock_fill():
 
     utils = nv.CudaUtils()  # Triton's own (compiles driver.c, as stock Triton does)
     fill = getattr(utils, triton_adapter.release().fill_tma_name)
-    ffi, _ = driver.native()
-    return lambda *a: bytes(ffi.buffer(ffi.cast("char *", fill(*a).tma_desc_cpu_ptr()), 128))
+    return lambda *a: tensormap_bytes(fill(*a))  # also how a launch reads Triton's own maps
 
 
 @pytest.mark.parametrize("shape, block, elem_size, elem_type, swizzle, padding", CASES)
