@@ -15,7 +15,7 @@
 #                  TT_DESELECT=NAME leaves one out (3.9's test_async_compile_mock
 #                  hangs there, stock too), TT_TIMEOUT bounds each mode (100 s)
 #   bench NAME     python -m launcher bench into $OUT/NAME (compared with an earlier NAME given
-#                  to compare)
+#                  to compare); BENCH_K=EXPR runs only the suite's tests matching it
 #   compare A B    python -m launcher bench --compare $OUT/A/bench.json $OUT/B/bench.json
 #   demo           python -m launcher demo
 #   profile        bench/quick_profile.py
@@ -70,7 +70,7 @@ while [ $# -gt 0 ]; do
       ;;
     bench)
       name=$1; shift
-      python3 -m launcher bench --out "$OUT/$name" > "$OUT/$name.log" 2>&1
+      python3 -m launcher bench --out "$OUT/$name" ${BENCH_K:+-k "$BENCH_K"} > "$OUT/$name.log" 2>&1
       echo "-- bench $name exit $?"; tail -4 "$OUT/$name.log"
       ;;
     compare)

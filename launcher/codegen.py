@@ -356,6 +356,8 @@ def generate_guard(name: str, params, namespace: dict, knobs=()):
     argument, its kind and, for tensors, its dtype or alignment."""
     lines, keys, names = [], [], []
     sig = []
+    all_names = [p[0] for p in params]
+    names_tuple = ", ".join(all_names) + ("," if len(all_names) == 1 else "")
     for i, (pname, is_constexpr, specialize, align) in enumerate(params):
         a, k, d = pname, f"_lg_k{i}", f"_lg_d{i}"
         names.append(a)
@@ -387,9 +389,11 @@ def generate_guard(name: str, params, namespace: dict, knobs=()):
         lines.append(f"        elif {a} is None:")
         lines.append(f"            {k} = 'N'")
         lines.append(f"        else:")
-        lines.append(f"            {k} = _lg_classify({a}, {specialize}, {align})")
+        lines.append(f"            {k} = _lg_classify({a}, {specialize}, {align}, _lg_TENSOR)")
+        lines.append(f"            if {k}.__class__ is _lg_NoKey:")
+        lines.append(f"                return _lg_fallback(str({k}), grid, warmup, _lg_options, ({names_tuple}))")
     bound = ", ".join(f"{n!r}: {n}" for n in names)
-    source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=", ".join(names) + ("," if len(names) == 1 else ""),
+    source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
                                    classify="".join(x + "\n" for x in lines), keys=", ".join(keys), bound=bound,
                                    knobs="".join(k + ", " for k in knobs))
     code = _guard_code.get(source)

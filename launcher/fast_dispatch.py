@@ -93,12 +93,27 @@ def _first_run(self, *args, grid, warmup, **kwargs):
     return run(*args, grid=grid, warmup=warmup, **kwargs)
 
 
-def classify(value, specialize: bool, align: bool):
+_NO_KEY_CLASSES: dict = {}  # classes whose instances never key (tensor descriptors) -> their NoKey
+
+
+def classify(value, specialize: bool, align: bool, tensor=None):
     """The key of an argument the generated code does not handle inline (tuples, tensors of
-    other classes, constexpr objects), or NoKey."""
+    other classes, constexpr objects). For an argument of a class that never keys (a tensor
+    descriptor) it returns that class's NoKey, so that the generated code falls back without
+    an exception; other arguments that cannot be keyed raise NoKey. tensor: torch.Tensor (or
+    the guard's stand-in), whose instances inside tuples are keyed as the generated code keys
+    them."""
+    cls = value.__class__
+    if cls is tuple:
+        return tuple([_item_key(v, tensor) for v in value])  # Triton specializes items fully
+    no_key = _NO_KEY_CLASSES.get(cls)
+    if no_key is not None:
+        return no_key
     if isinstance(value, tuple):
-        return tuple(classify(v, True, True) for v in value)  # Triton specializes items fully
+        return tuple([_item_key(v, tensor) for v in value])
     if hasattr(value, "block_shape") and hasattr(value, "base"):
+        if len(_NO_KEY_CLASSES) < 64:
+            _NO_KEY_CLASSES[cls] = NoKey("a tensor descriptor")
         raise NoKey("a tensor descriptor")
     try:
         ty, attr = triton_type(value, specialize=specialize, align=align)
@@ -108,6 +123,34 @@ def classify(value, specialize: bool, align: bool):
         return ("constexpr", value.__class__, value)  # by value; a JIT function by identity
     dtype = getattr(value, "dtype", None)
     return (ty, dtype if dtype is not None else None, attr)
+
+
+def _item_key(v, tensor):
+    """The key of an item of a tuple argument (specialized fully, as Triton does): the common
+    kinds here, with the generated code's codes; anything else through classify."""
+    cls = v.__class__
+    if cls is tensor:
+        return (v.dtype, not v.data_ptr() & 15)
+    if cls is int:
+        if v == 1:
+            return 1
+        if -0x80000000 <= v <= 0x7FFFFFFF:
+            return 2 + (v & 15 != 0)
+        if -0x8000000000000000 <= v <= 0x7FFFFFFFFFFFFFFF:
+            return 4 + (v & 15 != 0)
+        if 0 <= v <= 0xFFFFFFFFFFFFFFFF:
+            return 6 + (v & 15 != 0)
+        raise NoKey("an integer beyond 64 bits")
+    if cls is float:
+        return "f"
+    if cls is bool:
+        return "b"
+    if v is None:
+        return "N"
+    key = classify(v, True, True, tensor)
+    if key.__class__ is NoKey:
+        raise key
+    return key
 
 
 class Guard:

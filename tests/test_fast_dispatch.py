@@ -285,3 +285,44 @@ def test_install_puts_the_guard_in_front_of_every_jit_function_and_uninstall_rem
     with pytest.raises(TypeError, match="fast_dispatch"):
         launcher.install(fast_dispatch="yes")
     launcher.uninstall()
+
+
+def test_tensors_in_tuples_keyed_inline_choose_what_triton_chooses(monkeypatch):
+    """With torch's Tensor class known to the guard, tensors (also those inside tuples) are
+    keyed by the generated code and _item_key, not by the general classifier: the kernel
+    chosen, on a miss and on the hit that follows, is still the one Triton's key chooses."""
+    import itertools
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTensor, cuda=types.SimpleNamespace()))
+    triton_ = CpuTriton()
+    guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
+    try:
+        assert guard._made_with[3] is FakeTensor
+        for x, t0, n in itertools.product([A0, A1], [A0, A1], [1, 16, 17]):
+            args = (FakeTensor(x, tl.float32), n, 1, 1, 0.5, (FakeTensor(t0, tl.float32), 16), None)
+            want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
+            for _ in range(2):  # a miss, then a hit
+                assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want
+    finally:
+        guard_kernel.__dict__.pop("run", None)
+        guard_kernel.__dict__.pop(fast_dispatch._GUARD, None)
+
+
+def test_a_tensor_descriptor_falls_back_without_an_exception_after_the_first(cpu):
+    """The first descriptor of a class raises NoKey inside the guard; its class is remembered,
+    so later calls fall back through a returned NoKey (no exception), counted the same way."""
+    triton_, guard = cpu
+
+    class FakeDescriptor:
+        block_shape, base = [64], None
+
+    desc = FakeDescriptor()
+    x = FakeTensor(A0, tl.float32)
+    before = fast_dispatch._fallbacks["a tensor descriptor"]
+    for _ in range(3):
+        with pytest.raises(Exception):  # Triton's own path refuses this stand-in: its error, not ours
+            guard.run(x, 16, 1, 1, 0.5, (x, 16), desc, grid=(1,), warmup=False, BLOCK=64)
+    assert fast_dispatch._fallbacks["a tensor descriptor"] == before + 3
+    assert fast_dispatch._NO_KEY_CLASSES[FakeDescriptor].args == ("a tensor descriptor",)
