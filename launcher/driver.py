@@ -270,6 +270,9 @@ def encode_tensor(elem_type: int, global_address: int, shape, strides, box, elem
     elements) outermost first, `box` innermost first. Raises ValueError for a geometry out of
     range or a global address the current context cannot reach."""
     ffi, lib = native()
+    if not len(shape) == len(strides) == len(box):  # the C reads `rank` entries of each
+        raise ValueError(f"tensor map shape {list(shape)}, strides {list(strides)} and block "
+                         f"{list(box)[::-1]} have different ranks")
     out = ffi.new("char[128]")
     try:
         rc = lib.launcher_encode_tensor(out, elem_type, len(shape), global_address, shape, strides, box,

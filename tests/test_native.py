@@ -129,3 +129,28 @@ def test_the_plans_of_every_corpus_kernel_are_valid():
         ck = entry.compile()
         run = CudaLauncher(ck.src, ck.metadata)
         assert driver.dry_run_size(type(run)._plan) == sum(p.size for p in run.spec.params)
+
+
+@pytest.mark.parametrize("rank, shape, strides, box, elem_size", [
+    (0, [1], [1], [1], 4),
+    (6, [1] * 6, [1] * 6, [1] * 6, 4),
+    (2, [64, -1], [64, 1], [64, 64], 2),
+    (2, [64, 64], [-64, 1], [64, 64], 2),
+    (2, [64, 64], [2**62, 1], [64, 64], 4),  # a byte stride beyond 64 bits
+    (2, [64, 64], [64, 1], [0, 64], 2),
+    (2, [64, 64], [64, 1], [64, 64], 0),
+], ids=["rank 0", "rank 6", "negative size", "negative stride", "byte stride overflow", "empty box",
+        "no element size"])
+def test_a_tensor_map_geometry_out_of_range_is_refused_before_the_driver(rank, shape, strides, box, elem_size):
+    """launcher_encode_tensor checks the geometry before it opens the driver (so also here, with
+    no GPU, and under AddressSanitizer) and writes nothing."""
+    ffi = driver.native()[0]
+    out = ffi.new("char[128]", b"\x5a" * 128)
+    rc = lib().launcher_encode_tensor(out, 7, rank, 0x1000, shape, strides, box, elem_size, 0, 0, 2, 0, 0)
+    assert rc == lib().LAUNCHER_ERROR_BAD_GEOMETRY
+    assert bytes(ffi.buffer(out, 128)) == b"\x5a" * 128
+
+
+def test_tensor_map_arrays_of_another_rank_are_refused_in_python():
+    with pytest.raises(ValueError, match="different ranks"):
+        driver.encode_tensor(7, 0x1000, [64, 64], [1], [64, 64], 4, 0, 0, 2, 0)
