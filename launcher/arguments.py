@@ -21,8 +21,8 @@ from launcher.tensormap import tensormap_bytes
 
 __all__ = ["flat_values", "check_header", "diagnose"]
 
-_U64 = (0, (1 << 64) - 1)
-_I32 = (-(1 << 31), (1 << 31) - 1)
+_U64 = S.INT_RANGES["u64"]
+_I32 = S.INT_RANGES["i32"]
 
 
 def _typename(value) -> str:

@@ -54,6 +54,9 @@ REQUIRED = _Required()
 
 
 # ---- the specialization key of one argument (cheap; a refinement of Triton's) ----
+_I32_LO, _I32_HI = S.INT_RANGES["i32"]
+_I64_LO, _I64_HI = S.INT_RANGES["i64"]
+_U64_HI = S.INT_RANGES["u64"][1]
 _ONE = ("int", "one")
 _INT_KEYS = {(c, neg, d): ("int", c, neg, d) for c in range(4) for neg in (False, True) for d in (False, True)}
 _FLOAT = ("float",)
@@ -66,12 +69,12 @@ def key_of(v):
     if cls is int:
         if v == 1:
             return _ONE
-        if -0x80000000 <= v <= 0x7FFFFFFF:
+        if _I32_LO <= v <= _I32_HI:
             c = 0
-        elif -0x8000000000000000 <= v <= 0x7FFFFFFFFFFFFFFF:
+        elif _I64_LO <= v <= _I64_HI:
             c = 1
         else:
-            c = 2 if 0 <= v <= 0xFFFFFFFFFFFFFFFF else 3
+            c = 2 if 0 <= v <= _U64_HI else 3
         return _INT_KEYS[(c, v < 0, v % 16 == 0)]
     if cls is float:
         return _FLOAT
@@ -107,7 +110,7 @@ _SMALL_INTS = [_INT_KEYS[(0, neg, d)] for neg in (False, True) for d in (False, 
 def key_of_int(v):
     """key_of for a parameter every variant takes as an integer (or specialized from one); the
     generated call inlines the i32 case (BundleKernel._generate), with the same keys."""
-    if v.__class__ is int and -0x80000000 <= v <= 0x7FFFFFFF:
+    if v.__class__ is int and _I32_LO <= v <= _I32_HI:
         if v == 1:
             return _ONE
         return _SMALL_INTS[(v < 0) * 2 + (v % 16 == 0)]
@@ -332,7 +335,7 @@ class BundleKernel:
             elif kinds <= {"scalar", "constexpr"} and types - {"constexpr"} <= set(S.INT_RANGES) - {"i1", "u1"}:
                 fn = key_of_int  # inlined for ints in the i32 range
                 key = (f"((_launcher_ONE if {a} == 1 else _launcher_SMALL_INTS[({a} < 0) * 2 + (not {a} & 15)]) "
-                       f"if {a}.__class__ is int and -0x80000000 <= {a} <= 0x7FFFFFFF else {key})")
+                       f"if {a}.__class__ is int and {_I32_LO} <= {a} <= {_I32_HI} else {key})")
             else:
                 fn = key_of
             namespace[f"_launcher_k{i}"] = fn

@@ -17,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import linecache
 
+from launcher import spec as S
+
 # -- the templates --
 _HEAD = '''\
 def {name}(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
@@ -329,19 +331,25 @@ def run({params}*, grid, warmup, **_lg_options):
     return _lg_ck
 '''
 
+# An integer argument's key: 1 (where Triton specializes it), else its range's code (Triton's
+# i32 / i64 / u64 ranges, launcher.spec.INT_RANGES), plus 1 when not divisible by 16 where the
+# parameter is aligned (always, where it is not). fast_dispatch keys tuple items with the same codes.
+GUARD_INT_CODES = {"i32": 2, "i64": 4, "u64": 6}
+_DO_NOT_SPECIALIZE_CODES = {"i32": 8, "i64": 9, "u64": 10}  # the type alone
+
 _INT_KEY = '''\
         elif _lg_c is int:
-            if {spec1}{a} == 1:
-                {k} = 1
-            elif -2147483648 <= {a} <= 2147483647:
-                {k} = {i32}
-            elif -9223372036854775808 <= {a} <= 9223372036854775807:
-                {k} = {i64}
-            elif 0 <= {a} <= 18446744073709551615:
-                {k} = {u64}
+            if {{spec1}}{{a}} == 1:
+                {{k}} = 1
+            elif {i32[0]} <= {{a}} <= {i32[1]}:
+                {{k}} = {{i32}}
+            elif {i64[0]} <= {{a}} <= {i64[1]}:
+                {{k}} = {{i64}}
+            elif 0 <= {{a}} <= {u64[1]}:
+                {{k}} = {{u64}}
             else:
                 raise _lg_NoKey("an integer beyond 64 bits")
-'''
+'''.format(i32=S.INT_RANGES["i32"], i64=S.INT_RANGES["i64"], u64=S.INT_RANGES["u64"])
 
 
 _guard_code: dict = {}  # guard source -> its code object
@@ -376,12 +384,10 @@ def generate_guard(name: str, params, namespace: dict, knobs=()):
         elif specialize:
             lines.append(f"            {d} = False")
         if specialize:
-            codes = {"i32": 2, "i64": 4, "u64": 6} if align else {"i32": 3, "i64": 5, "u64": 7}
-            align_bit = f" + ({a} & 15 != 0)" if align else ""
-            lines.append(_INT_KEY.format(a=a, k=k, spec1="", i32=f"{codes['i32']}{align_bit}",
-                                         i64=f"{codes['i64']}{align_bit}", u64=f"{codes['u64']}{align_bit}").rstrip("\n"))
+            code = {t: f"{c} + ({a} & 15 != 0)" if align else str(c + 1) for t, c in GUARD_INT_CODES.items()}
+            lines.append(_INT_KEY.format(a=a, k=k, spec1="", **code).rstrip("\n"))
         else:  # do_not_specialize: the type alone, and 1 stays an integer
-            lines.append(_INT_KEY.format(a=a, k=k, spec1="False and ", i32="8", i64="9", u64="10").rstrip("\n"))
+            lines.append(_INT_KEY.format(a=a, k=k, spec1="False and ", **_DO_NOT_SPECIALIZE_CODES).rstrip("\n"))
         lines.append(f"        elif _lg_c is float:")
         lines.append(f"            {k} = 'f'")
         lines.append(f"        elif _lg_c is bool:")

@@ -30,6 +30,7 @@ import threading
 import weakref
 
 from launcher import codegen, triton_adapter as A
+from launcher import spec as S
 from launcher.specialization import triton_type
 
 _lock = threading.Lock()
@@ -125,6 +126,12 @@ def classify(value, specialize: bool, align: bool, tensor=None):
     return (ty, dtype if dtype is not None else None, attr)
 
 
+_I32_LO, _I32_HI = S.INT_RANGES["i32"]
+_I64_LO, _I64_HI = S.INT_RANGES["i64"]
+_U64_HI = S.INT_RANGES["u64"][1]
+_I32_CODE, _I64_CODE, _U64_CODE = (codegen.GUARD_INT_CODES[t] for t in ("i32", "i64", "u64"))
+
+
 def _item_key(v, tensor):
     """The key of an item of a tuple argument (specialized fully, as Triton does): the common
     kinds here, with the generated code's codes; anything else through classify."""
@@ -134,12 +141,12 @@ def _item_key(v, tensor):
     if cls is int:
         if v == 1:
             return 1
-        if -0x80000000 <= v <= 0x7FFFFFFF:
-            return 2 + (v & 15 != 0)
-        if -0x8000000000000000 <= v <= 0x7FFFFFFFFFFFFFFF:
-            return 4 + (v & 15 != 0)
-        if 0 <= v <= 0xFFFFFFFFFFFFFFFF:
-            return 6 + (v & 15 != 0)
+        if _I32_LO <= v <= _I32_HI:
+            return _I32_CODE + (v & 15 != 0)
+        if _I64_LO <= v <= _I64_HI:
+            return _I64_CODE + (v & 15 != 0)
+        if 0 <= v <= _U64_HI:
+            return _U64_CODE + (v & 15 != 0)
         raise NoKey("an integer beyond 64 bits")
     if cls is float:
         return "f"
