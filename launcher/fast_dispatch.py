@@ -170,16 +170,18 @@ class Guard:
         self.original = original
         self._getters = (device, stream)
         self.entries: dict = {}
-        self._ns, self._settled, self._knobs = None, False, []
+        self._ns, self._settled = None, False
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
         if any(p.name.startswith("_lg_") or p.name in ("grid", "warmup") for p in params):
             self.run = self._unguarded
         else:
+            ns, knobs = self._namespace(params)
             self.run = codegen.generate_guard(getattr(jit, "__name__", "kernel"),
                                               [(p.name, p.is_constexpr, not p.do_not_specialize,
                                                 not p.do_not_specialize_on_alignment) for p in params],
-                                              self._namespace(params), self._knobs)
+                                              ns, knobs)
+            self._ns = self.run.__globals__  # generate_guard runs it in a copy of ns: _settle edits this one
         jit.__dict__[_GUARD] = self
         jit.__dict__["run"] = self.run
         _attached.add(self)
@@ -199,8 +201,9 @@ class Guard:
         _attached.add(self)
         return True
 
-    def _namespace(self, params) -> dict:
-        _, device, stream, tensor = self._environment()
+    def _namespace(self, params) -> tuple:
+        """(the names the generated run uses, the expressions of the knobs in its key)."""
+        _, device, stream, tensor = self._made_with
         ns = {
             "_lg_JIT": self.jit, "_lg_RT": A.runtime_knobs(), "_lg_STREAM": stream,
             "_lg_DEVICE": A.fast_device_getter(device),
@@ -209,14 +212,14 @@ class Guard:
             "_lg_check_globals": A.check_used_globals, "_lg_HOOK_CHAIN": A.hook_chain_type(),
             "_lg_HITS": _hits, "_lg_classify": classify, "_lg_TENSOR": tensor,
         }
+        knobs = []
         for i, (holder, attr) in enumerate(A.dispatch_knobs()):
             ns[f"_lg_KNOB_{i}"] = holder
-            self._knobs.append(f"_lg_KNOB_{i}.{attr}")
-        self._ns = ns
+            knobs.append(f"_lg_KNOB_{i}.{attr}")
         for i, p in enumerate(params):
             if p.default is not A.EMPTY:
                 ns[f"_lg_DEFAULT_{i}"] = p.default
-        return ns
+        return ns, knobs
 
     def _settle(self):
         """After Triton's path ran: torch's CUDA is initialised, so the raw device getter may

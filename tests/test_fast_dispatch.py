@@ -326,3 +326,31 @@ def test_a_tensor_descriptor_falls_back_without_an_exception_after_the_first(cpu
             guard.run(x, 16, 1, 1, 0.5, (x, 16), desc, grid=(1,), warmup=False, BLOCK=64)
     assert fast_dispatch._fallbacks["a tensor descriptor"] == before + 3
     assert fast_dispatch._NO_KEY_CLASSES[FakeDescriptor].args == ("a tensor descriptor",)
+
+
+def test_torch_imported_after_the_guard_was_made_keys_tensors_inline_after_a_miss(monkeypatch):
+    """A guard made before torch was imported keys tensors through the general classifier; the
+    first miss after torch appears switches its generated code to torch's Tensor class (in the
+    function's own globals), and the kernel chosen is still Triton's."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # not imported
+    triton_ = CpuTriton()
+    guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
+    try:
+        assert guard.run.__globals__["_lg_TENSOR"] is fast_dispatch._NoTensor
+        monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTensor, cuda=types.SimpleNamespace()))
+        x = FakeTensor(A0, tl.float32)
+        args = (x, 16, 1, 1, 0.5, (x, 16), None)
+        want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
+        assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want  # a miss
+        assert guard.run.__globals__["_lg_TENSOR"] is FakeTensor
+        for _ in range(2):  # a miss with the inline key, then a hit
+            assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want
+        hits = fast_dispatch.stats()["hits"]
+        guard.run(*args, grid=(1,), warmup=False, BLOCK=64)
+        assert fast_dispatch.stats()["hits"] == hits + 1
+    finally:
+        guard_kernel.__dict__.pop("run", None)
+        guard_kernel.__dict__.pop(fast_dispatch._GUARD, None)
