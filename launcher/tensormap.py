@@ -73,11 +73,8 @@ def encode_tiled(address: int, swizzle: int, elem_size: int, elem_type: int, blo
                  strides, padding: int, *, clear_bit21: bool) -> TensorMap:
     """cuTensorMapEncodeTiled with Triton's conventions: `shape`, `strides` (in elements) and
     `block_size` outermost first, as in Python. clear_bit21: the kernel's Triton release applies
-    the CUTLASS workaround (decided here against the driver's version)."""
-    rank = len(shape)
-    if not 1 <= rank <= 5 or len(strides) != rank or len(block_size) != rank:
-        raise ValueError(f"tensor map rank mismatch: shape {list(shape)}, strides {list(strides)}, "
-                         f"block {list(block_size)} (rank 1 to 5)")
+    the CUTLASS workaround (decided here against the driver's version). The ranks and sizes are
+    checked by driver.encode_tensor and the C library (ValueError)."""
     try:
         box = [operator.index(b) for b in reversed(block_size)]
     except TypeError:
@@ -149,8 +146,6 @@ class DescriptorEncoder:
                              f"and strides {list(strides)}")
         if strides[-1] != 1:
             raise ValueError(f"the last stride of a TMA tensor descriptor must be 1, got strides {list(strides)}")
-        if len(self.box) != self.ndim:
-            raise ValueError(f"the kernel's tensor descriptor block {self.block_size} is not {self.ndim}-d")
         encoded_shape = list(shape)
         if self.fp4_padded:
             encoded_shape[-1] *= 2
