@@ -24,13 +24,12 @@ launcher.module_cache(), held until the bundle is closed or collected.
 from __future__ import annotations
 
 import functools
-import linecache
 import logging
 import sys
 import threading
 import weakref
 
-from launcher import allocation, driver
+from launcher import allocation, codegen, driver
 from launcher import bundle_format as BF
 from launcher import spec as S
 from launcher import variants as V
@@ -193,22 +192,10 @@ def _signature(params, layer_names, with_extra):
     return ", ".join(parts), stream, namespace
 
 
-_code_cache: dict = {}  # source -> compiled module code (kernels of one signature share it)
-
-
 def _compile(source, kind, namespace, qualname):
-    """The function `source` defines, made in `namespace`; sources are compiled once each."""
-    code = _code_cache.get(source)
-    if code is None:
-        import hashlib
-
-        filename = f"<launcher bundle {kind} {hashlib.sha256(source.encode()).hexdigest()[:12]}>"
-        code = compile(source, filename, "exec")
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        if len(_code_cache) >= 1024:
-            _code_cache.clear()
-        _code_cache[source] = code
-    exec(code, namespace)
+    """The function `source` defines, made in `namespace` (kernels of one signature share its
+    code: codegen.compile_once)."""
+    exec(codegen.compile_once(source, f"bundle {kind}"), namespace)
     fn = namespace[kind]
     fn.__qualname__ = qualname
     return fn

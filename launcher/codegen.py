@@ -19,6 +19,25 @@ import linecache
 
 from launcher import spec as S
 
+_code: dict = {}  # generated source -> its code object
+
+
+def compile_once(source: str, label: str):
+    """The code object of generated `source`: compiled once per source (bounded), registered
+    with linecache as `<launcher generated LABEL DIGEST>` so that tracebacks, inspect.getsource
+    and debuggers show its lines. Every generated function of the package is made from it."""
+    code = _code.get(source)
+    if code is None:
+        digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+        filename = f"<launcher generated {label} {digest}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        code = compile(source, filename, "exec")
+        if len(_code) >= 1024:
+            _code.clear()
+        _code[source] = code
+    return code
+
+
 # -- the templates --
 _HEAD = '''\
 def {name}(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
@@ -145,11 +164,8 @@ def generate(mode: str, layout, scratch: tuple, namespace: dict, encoder_of: dic
         scratch_code, packer, keep = "", "pack_all", ""
     source = TEMPLATES[mode].format(name=mode, doc=DOCS[mode], unpack=unpack, convert="".join(w.lines),
                                     packer=packer, values=values, scratch=scratch_code, keep=keep)
-    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-    filename = f"<launcher generated {mode} {digest}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     ns = dict(namespace, **w.constants)
-    exec(compile(source, filename, "exec"), ns)
+    exec(compile_once(source, mode), ns)
     fn = ns[mode]
     fn.__qualname__ = f"CudaLauncher.{mode} (generated)"
     return fn
@@ -282,10 +298,7 @@ def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
 
 
 def _compile_prepared(mode, source, ns):
-    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-    filename = f"<launcher generated prepared {mode} {digest}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), ns)
+    exec(compile_once(source, f"prepared {mode}"), ns)
     fn = ns["__call__"]
     fn.__qualname__ = "PreparedLaunch.__call__ (generated)"
     return fn
@@ -352,9 +365,6 @@ _INT_KEY = '''\
 '''.format(i32=S.INT_RANGES["i32"], i64=S.INT_RANGES["i64"], u64=S.INT_RANGES["u64"])
 
 
-_guard_code: dict = {}  # guard source -> its code object
-
-
 def generate_guard(name: str, params, namespace: dict, knobs=()):
     """The `run` of one @triton.jit function behind the guard. params: (name, is_constexpr,
     specialize, align) per parameter, in order, with defaults in namespace as _lg_DEFAULT_<i>;
@@ -402,17 +412,8 @@ def generate_guard(name: str, params, namespace: dict, knobs=()):
     source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
                                    classify="".join(x + "\n" for x in lines), keys=", ".join(keys), bound=bound,
                                    knobs="".join(k + ", " for k in knobs))
-    code = _guard_code.get(source)
-    if code is None:  # compiled once per source: a kernel guarded again costs an exec
-        digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-        filename = f"<launcher generated guard {digest}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        code = compile(source, filename, "exec")
-        if len(_guard_code) >= 1024:
-            _guard_code.clear()
-        _guard_code[source] = code
     ns = dict(namespace)
-    exec(code, ns)
+    exec(compile_once(source, "guard"), ns)  # a kernel guarded again costs an exec
     fn = ns["run"]
     fn.__qualname__ = f"{name}.run (launcher guard, generated)"
     return fn
