@@ -306,11 +306,8 @@ def device_attribute(device: int, name) -> int:
     CU_DEVICE_ATTRIBUTE_ prefix (e.g. "WARP_SIZE"), or an int for an attribute the installed
     bindings do not name yet."""
     attr = _attribute_number(name, DEVICE_ATTRIBUTES, "CUdevice_attribute", "CU_DEVICE_ATTRIBUTE_")
-    value = _out("int *")
-    status = native()[1].launcher_device_get_attribute(int(device), attr, value)
-    if status:
-        raise error(status, f"cuDeviceGetAttribute({name}) of device {device}")
-    return value[0]
+    return _out_call("int *", "launcher_device_get_attribute", int(device), attr,
+                     context=f"cuDeviceGetAttribute({name}) of device {device}")
 
 
 def device_capability(device: int) -> tuple:
@@ -327,11 +324,7 @@ def device_name(device: int) -> str:
 @functools.lru_cache(maxsize=None)
 def driver_version() -> int:
     """The CUDA driver's version, e.g. 13000 for 13.0 (asked once: it cannot change in a process)."""
-    version = _out("int *")
-    status = native()[1].launcher_driver_version(version)
-    if status:
-        raise error(status, "cuDriverGetVersion")
-    return version[0]
+    return _out_call("int *", "launcher_driver_version", context="cuDriverGetVersion")
 
 
 def set_current_device(device: int) -> None:
@@ -362,16 +355,19 @@ def _attribute_number(name, table: dict, enum_name: str, prefix: str) -> int:
     return number
 
 
-def _out(ctype: str):
-    return native()[0].new(ctype)
+def _out_call(ctype: str, entry: str, *args, context: str):
+    """Call the native `entry` with `args` and an out-pointer of `ctype` last: the value it
+    wrote, or error(status, context) raised."""
+    ffi, lib = native()
+    out = ffi.new(ctype)
+    status = getattr(lib, entry)(*args, out)
+    if status:
+        raise error(status, context)
+    return out[0]
 
 
 def load_module(image: bytes, name: str) -> int:
-    module = _out("uint64_t *")
-    status = native()[1].launcher_module_load(image, module)
-    if status:
-        raise error(status, f"loading kernel {name!r} (cuModuleLoadData)")
-    return module[0]
+    return _out_call("uint64_t *", "launcher_module_load", image, context=f"loading kernel {name!r} (cuModuleLoadData)")
 
 
 def unload_module(module: int, context: str = "cuModuleUnload") -> None:
@@ -383,21 +379,15 @@ def unload_module(module: int, context: str = "cuModuleUnload") -> None:
 
 
 def module_function(module: int, name: str) -> int:
-    function = _out("uint64_t *")
-    status = native()[1].launcher_module_function(int(module), name.encode(), function)
-    if status:
-        raise error(status, f"cuModuleGetFunction({name!r})")
-    return function[0]
+    return _out_call("uint64_t *", "launcher_module_function", int(module), name.encode(),
+                     context=f"cuModuleGetFunction({name!r})")
 
 
 def function_attribute(function: int, name) -> int:
     """cuFuncGetAttribute; `name` without the CU_FUNC_ATTRIBUTE_ prefix, or a raw value."""
     attr = _attribute_number(name, FUNCTION_ATTRIBUTES, "CUfunction_attribute", "CU_FUNC_ATTRIBUTE_")
-    value = _out("int *")
-    status = native()[1].launcher_function_get_attribute(int(function), attr, value)
-    if status:
-        raise error(status, f"cuFuncGetAttribute({name})")
-    return value[0]
+    return _out_call("int *", "launcher_function_get_attribute", int(function), attr,
+                     context=f"cuFuncGetAttribute({name})")
 
 
 def set_function_attribute(function: int, name, value: int, context: str = "", *, required: bool = True) -> bool:
