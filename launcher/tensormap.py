@@ -119,8 +119,7 @@ class DescriptorEncoder:
         self.swizzle = meta["swizzle"]
         self.elem_size = meta["elem_size"]
         self.elem_type = meta["elem_type"]
-        self.block_size = list(meta["block_size"])
-        self.box = self.block_size[::-1]  # innermost first, as the driver takes it
+        self.box = list(meta["block_size"])[::-1]  # innermost first, as the driver takes it
         self.fp4_padded = bool(meta.get("fp4_padded", False))
         self.tma_tf32 = conventions.tma_tf32
         self.original_shape = conventions.tma_original_shape
