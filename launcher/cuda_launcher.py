@@ -24,6 +24,7 @@ import logging
 import operator
 import struct
 import threading
+import types
 
 from launcher import arguments, codegen, driver, errors, triton_adapter
 from launcher import spec as S
@@ -190,6 +191,11 @@ class CudaLauncher:
         plan, buf, keep = self.pack(gridX, gridY, gridZ, stream, function, kernel_metadata, *args)
         return BoundLaunch(self, plan, buf, (args, keep))
 
+    def direct(self):
+        """This launcher's generated launch bound to it: the same as calling the launcher, for a
+        caller that launches it again and again (no lookup of __call__, never the planned path)."""
+        return types.MethodType(type(self)._generated("launch"), self)
+
     # -- helpers the generated code calls --
     def _plan_for(self, kernel_metadata):
         """The native plan for launching with `kernel_metadata` (num_warps, num_ctas, shared):
@@ -233,8 +239,9 @@ class CudaLauncher:
 
     @classmethod
     def _make_hot(cls):
-        if "launch" not in cls._code:
-            cls.__call__ = cls._generate("launch")
+        """Launches of this shape go through its generated code from now on (the code may exist
+        already: the fast dispatch binds it for its hits)."""
+        cls.__call__ = cls._generated("launch")
 
 
 def _no_allocator(size, align, stream):

@@ -248,3 +248,15 @@ def test_first_launches_are_planned_then_the_fast_path_takes_over():
     cls._make_hot()
     assert cls.__call__ is cls._code["launch"]
     assert cls.__call__.__code__.co_filename.startswith("<launcher generated launch")
+
+
+def test_a_shape_whose_launch_code_exists_already_still_turns_hot():
+    """The fast dispatch generates a shape's launch code for its hits, possibly before the
+    shape's launchers have launched HOT_AFTER times: they still switch to it then."""
+    ck = C.BY_NAME["grid_3d"].compile()
+    launcher.cuda_launcher.clear_launcher_cache()
+    cls = type(CudaLauncher(ck.src, ck.metadata))
+    code = cls._generated("launch")
+    assert cls.__call__ is CudaLauncher._launch_planned
+    cls._make_hot()
+    assert cls.__call__ is code
