@@ -34,6 +34,7 @@ from launcher import bundle_format as BF
 from launcher import spec as S
 from launcher import variants as V
 from launcher.cuda_launcher import CudaLauncher
+from launcher.devices import torch_device_getter
 from launcher.specialization import _tensordesc_type
 
 log = logging.getLogger("launcher.bundle")
@@ -151,11 +152,13 @@ def launch(_launcher_grid, /, {signature}):
         _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid[0], 1, 1
     else:
         _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_entry.grid3(_launcher_grid, _launcher_args)
+    _launcher_s = _launcher_entry.stream() if {stream} is None else _launcher_stream_of({stream})
     if _launcher_entry.adjusts:
-        _launcher_args = _launcher_entry.complete(_launcher_args)
-    _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2,
-                        _launcher_entry.stream() if {stream} is None else _launcher_stream_of({stream}),
-                        _launcher_entry.function, _launcher_entry.metadata, None, None, None, *_launcher_args)
+        _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
+                            _launcher_entry.metadata, None, None, None, *_launcher_entry.complete(_launcher_args))
+    else:  # the torch tensors keyed inline are their data_ptr() here
+        _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
+                            _launcher_entry.metadata, None, None, None, {names})
 '''
 
 _BIND = '''\
@@ -317,8 +320,9 @@ class BundleKernel:
                 fn = raw_key
             elif kinds == {"pointer"}:
                 fn = key_of_pointer
-                if torch is not None:  # key_of_pointer inlined for torch tensors
-                    key = f"(({a}.__class__, {a}.dtype, not {a}.data_ptr() & 15) if {a}.__class__ is _launcher_TENSOR else {key})"
+                if torch is not None:  # key_of_pointer inlined for torch tensors, which become their address
+                    key = (f"(({a}.__class__, {a}.dtype, not ({a} := {a}.data_ptr()) & 15) "
+                           f"if {a}.__class__ is _launcher_TENSOR else {key})")
             elif kinds <= {"scalar", "constexpr"} and types - {"constexpr"} <= set(S.INT_RANGES) - {"i1", "u1"}:
                 fn = key_of_int  # inlined for ints in the i32 range
                 key = (f"((_launcher_ONE if {a} == 1 else _launcher_SMALL_INTS[({a} < 0) * 2 + (not {a} & 15)]) "
@@ -477,7 +481,7 @@ class BundleKernel:
             stream = functools.partial(_torch_raw[1] if _torch_raw else _torch_stream, device)
         else:
             stream = _default_stream
-        return _Entry(self, variant, self._launcher(variant), function, fills, arrays, stream)
+        return _Entry(self, variant, self._launcher(variant).direct(), function, fills, arrays, stream)
 
     def _load(self, variant, device):
         from launcher.install import module_cache
@@ -562,7 +566,7 @@ def _torch_cuda() -> bool:
     torch.cuda.current_device()  # initializes torch's CUDA state the first time
     raw = (getattr(torch._C, "_cuda_getDevice", None), getattr(torch._C, "_cuda_getCurrentRawStream", None))
     if None not in raw:
-        _torch_raw[:] = raw
+        _torch_raw[:] = (torch_device_getter(torch) or raw[0], raw[1])
     return True
 
 

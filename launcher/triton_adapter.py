@@ -429,17 +429,30 @@ def device_and_stream_getters() -> tuple:
     return active.get_current_device, active.get_current_stream
 
 
-def fast_device_getter(getter):
-    """The same answer as `getter` at less cost: torch's raw current-device function where
-    `getter` is torch.cuda.current_device and torch's CUDA is initialised (all that
-    current_device adds is the lazy initialisation), else `getter` itself."""
+def _torch_of(getter):
+    """torch, where `getter` is torch.cuda.current_device; else None."""
     import sys
 
     torch = sys.modules.get("torch")
-    if torch is None or getter is not getattr(torch.cuda, "current_device", None):
+    return torch if torch is not None and getter is getattr(torch.cuda, "current_device", None) else None
+
+
+def fast_device_getter(getter):
+    """The same answer as `getter` at less cost (launcher.devices), where `getter` is
+    torch.cuda.current_device and torch's CUDA is initialised; otherwise `getter` itself."""
+    from launcher.devices import torch_device_getter
+
+    torch = _torch_of(getter)
+    if torch is None or not torch.cuda.is_initialized():
         return getter
-    raw = getattr(torch._C, "_cuda_getDevice", None)
-    return raw if raw is not None and torch.cuda.is_initialized() else getter
+    return torch_device_getter(torch) or getter
+
+
+def device_getter_is_final(getter) -> bool:
+    """Whether fast_device_getter(getter) can get no cheaper later: not torch's getter, or
+    torch's CUDA initialised."""
+    torch = _torch_of(getter)
+    return torch is None or torch.cuda.is_initialized()
 
 
 def check_used_globals(jit_fn) -> None:
