@@ -305,23 +305,41 @@ def _compile_prepared(mode, source, ns):
 
 
 # -- the guarded fast path in front of kernel[grid] (launcher.fast_dispatch) --
+# Two entries share one body: `call(grid, ...)` is what kernel[grid] returns (launcher's
+# JITFunction.__getitem__ binds the grid to it), `run(..., grid=, warmup=)` is JITFunction.run
+# (Triton's autotuner and heuristics call it; warmup() calls take Triton's path). Pointers go to
+# the launcher as the integers the key already read from data_ptr(); everything Triton's path
+# sees (grid callables, launch metadata, a miss) gets the arguments as given.
 GUARD_TEMPLATE = '''\
 def run({params}*, grid, warmup, **_lg_options):
-    """kernel[grid](...) through launcher's guard: the compiled kernel Triton chose for this
-    call's key, launched directly; anything else takes Triton's own path (generated for {name})."""
-    if warmup or _lg_JIT.pre_run_hooks or _lg_RT.add_stages_inspection_hook is not None:
-        return _lg_fallback("warmup, pre-run hooks or a stages hook", grid, warmup, _lg_options, ({names}))
+    """kernel.run(...) through launcher's guard (generated for {name})."""
+    if warmup:
+        return _lg_fallback("warmup", grid, True, _lg_options, ({names}))
+{body}
+
+def call(grid, {params}**_lg_options):
+    """kernel[grid](...) through launcher's guard (generated for {name})."""
+{body}'''
+
+GUARD_BODY = '''\
+    if not _lg_LIVE:
+        return _lg_redispatch(grid, _lg_options, ({names}))
+    if _lg_JIT.pre_run_hooks or _lg_RT.add_stages_inspection_hook is not None:
+        return _lg_fallback("pre-run hooks or a stages hook", grid, False, _lg_options, ({names}))
     try:
         _lg_okey = frozenset(_lg_options.items()) if _lg_options else ()
         _lg_dev = _lg_DEVICE()
 {classify}        _lg_key = (_lg_dev, _lg_JIT.debug, {knobs}_lg_okey, {keys})
         _lg_e = _lg_ENTRIES.get(_lg_key)
     except _lg_NoKey as _lg_reason:
-        return _lg_fallback(str(_lg_reason), grid, warmup, _lg_options, ({names}))
+        return _lg_fallback(str(_lg_reason), grid, False, _lg_options, ({names}))
     except TypeError:
-        return _lg_fallback("an argument that cannot be a key (unhashable)", grid, warmup, _lg_options, ({names}))
-    if _lg_e is None or _lg_e[0] is not _lg_JIT.hash or _lg_e[1] is not (_lg_JIT.device_caches.get(_lg_dev) or _lg_NO_CACHES)[0]:
-        return _lg_miss(_lg_key, _lg_dev, grid, warmup, _lg_options, ({names}))
+        return _lg_fallback("an argument that cannot be a key (unhashable)", grid, False, _lg_options, ({names}))
+    if _lg_e is None:
+        return _lg_miss(_lg_key, _lg_dev, grid, _lg_options, ({names}))
+    _lg_hash, _lg_kc, _lg_ck, _lg_run, _lg_fn, _lg_pmd = _lg_e
+    if _lg_hash is not _lg_JIT.hash or _lg_kc is not (_lg_JIT.device_caches.get(_lg_dev) or _lg_NO_CACHES)[0]:
+        return _lg_miss(_lg_key, _lg_dev, grid, _lg_options, ({names}))
     if _lg_JIT.used_global_vals:
         _lg_check_globals(_lg_JIT)
     if grid.__class__ is tuple:
@@ -332,7 +350,6 @@ def run({params}*, grid, warmup, **_lg_options):
         _lg_g = grid
     _lg_n = len(_lg_g)
     _lg_stream = _lg_STREAM(_lg_dev)
-    _lg_ck = _lg_e[2]
     _lg_enter, _lg_leave = _lg_RT.launch_enter_hook, _lg_RT.launch_exit_hook
     if (_lg_enter is not None and (_lg_enter.__class__ is not _lg_HOOK_CHAIN or _lg_enter.calls)) or \\
             (_lg_leave is not None and (_lg_leave.__class__ is not _lg_HOOK_CHAIN or _lg_leave.calls)):
@@ -340,9 +357,8 @@ def run({params}*, grid, warmup, **_lg_options):
     else:
         _lg_md = _lg_enter = _lg_leave = None
     _lg_HITS[0] += 1
-    _lg_e[3](_lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_e[4], _lg_e[5], _lg_md, _lg_enter, _lg_leave, {names})
-    return _lg_ck
-'''
+    _lg_run(_lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_fn, _lg_pmd, _lg_md, _lg_enter, _lg_leave, {passed})
+    return _lg_ck'''
 
 # An integer argument's key: 1 (where Triton specializes it), else its range's code (Triton's
 # i32 / i64 / u64 ranges, launcher.spec.INT_RANGES), plus 1 when not divisible by 16 where the
@@ -351,7 +367,6 @@ GUARD_INT_CODES = {"i32": 2, "i64": 4, "u64": 6}
 _DO_NOT_SPECIALIZE_CODES = {"i32": 8, "i64": 9, "u64": 10}  # the type alone
 
 _INT_KEY = '''\
-        elif _lg_c is int:
             if {{spec1}}{{a}} == 1:
                 {{k}} = 1
             elif {i32[0]} <= {{a}} <= {i32[1]}:
@@ -365,55 +380,78 @@ _INT_KEY = '''\
 '''.format(i32=S.INT_RANGES["i32"], i64=S.INT_RANGES["i64"], u64=S.INT_RANGES["u64"])
 
 
-def generate_guard(name: str, params, namespace: dict, knobs=()):
-    """The `run` of one @triton.jit function behind the guard. params: (name, is_constexpr,
-    specialize, align) per parameter, in order, with defaults in namespace as _lg_DEFAULT_<i>;
-    knobs: expressions (over namespace names) of the knobs that enter Triton's cache key.
+def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None):
+    """The (run, call) of one @triton.jit function behind the guard (see GUARD_TEMPLATE).
+    params: (name, is_constexpr, specialize, align) per parameter, in order, with defaults in
+    namespace as _lg_DEFAULT_<i>; knobs: expressions (over namespace names) of the knobs that
+    enter Triton's cache key; hints: the class of each parameter's argument in a first call, by
+    name (its kind is then tested first). Both run in one copy of namespace (their __globals__).
 
-    The key is one flat tuple (no tuple per argument to build and hash): two entries per
-    argument, its kind and, for tensors, its dtype or alignment."""
-    lines, keys, names = [], [], []
+    The key is one flat tuple (no tuple per argument to build and hash). A parameter whose
+    argument was a tensor (or that has no hint) has two entries, its kind and, for tensors,
+    their alignment; its launcher argument is the data_ptr() the key read. A parameter whose
+    argument was a scalar has one entry (a tensor there keys as a tagged tuple)."""
+    hints = hints or {}
+    lines, keys, passed = [], [], []
     sig = []
     all_names = [p[0] for p in params]
     names_tuple = ", ".join(all_names) + ("," if len(all_names) == 1 else "")
+    fallback = f"return _lg_fallback(str({{k}}), grid, False, _lg_options, ({names_tuple}))"
     for i, (pname, is_constexpr, specialize, align) in enumerate(params):
-        a, k, d = pname, f"_lg_k{i}", f"_lg_d{i}"
-        names.append(a)
+        a, k, d, v = pname, f"_lg_k{i}", f"_lg_d{i}", f"_lg_p{i}"
         sig.append(f"{a}=_lg_DEFAULT_{i}" if f"_lg_DEFAULT_{i}" in namespace else a)
-        keys += [k, d]
         if is_constexpr:  # by value (and type: 1, 1.0 and True are different constexprs)
             lines.append(f"        {k} = {a}.__class__")
             lines.append(f"        {d} = {a}")
+            keys += [k, d]
+            passed.append(a)
             continue
-        lines.append(f"        _lg_c = {a}.__class__")
-        lines.append(f"        {d} = None")
-        lines.append(f"        if _lg_c is _lg_TENSOR:")
-        lines.append(f"            {k} = {a}.dtype")  # a dtype object: never equal to the codes below
-        if specialize and align:
-            lines.append(f"            {d} = not {a}.data_ptr() & 15")
-        elif specialize:
-            lines.append(f"            {d} = False")
+        hint = hints.get(pname)
+        two = hint is None or hint not in (int, float, bool, type(None))  # a tensor slot
+        aligned = (f"not {v} & 15" if two else f"not {a}.data_ptr() & 15") if specialize and align else \
+            ("False" if specialize else "None")
+        if two:
+            keys += [k, d]
+            passed.append(v)  # what the launcher gets: a tensor's data_ptr(), else the argument
+            plain = [f"{v} = {a}", f"{d} = None"]  # the other branches' own lines
+            tensor = [f"{k} = {a}.dtype", f"{v} = {a}.data_ptr()", f"{d} = {aligned}"]
+        else:
+            keys.append(k)
+            passed.append(a)
+            plain = []
+            tensor = [f"{k} = (_lg_TENSOR, {a}.dtype, {aligned})"]
         if specialize:
             code = {t: f"{c} + ({a} & 15 != 0)" if align else str(c + 1) for t, c in GUARD_INT_CODES.items()}
-            lines.append(_INT_KEY.format(a=a, k=k, spec1="", **code).rstrip("\n"))
+            int_key = _INT_KEY.format(a=a, k=k, spec1="", **code)
         else:  # do_not_specialize: the type alone, and 1 stays an integer
-            lines.append(_INT_KEY.format(a=a, k=k, spec1="False and ", **_DO_NOT_SPECIALIZE_CODES).rstrip("\n"))
-        lines.append(f"        elif _lg_c is float:")
-        lines.append(f"            {k} = 'f'")
-        lines.append(f"        elif _lg_c is bool:")
-        lines.append(f"            {k} = 'b'")
-        lines.append(f"        elif {a} is None:")
-        lines.append(f"            {k} = 'N'")
-        lines.append(f"        else:")
+            int_key = _INT_KEY.format(a=a, k=k, spec1="False and ", **_DO_NOT_SPECIALIZE_CODES)
+        simple = sorted(["_lg_c is float", "_lg_c is bool", f"{a} is None"],
+                        key=lambda t: not (hint is not None and t.startswith(f"_lg_c is {hint.__name__}")))
+        branches = {  # floats, bools and None key by their class
+            "tensor": ("_lg_c is _lg_TENSOR", tensor),
+            "int": ("_lg_c is int", plain + int_key.rstrip("\n").split("\n")),
+            "simple": (" or ".join(simple), plain + [f"{k} = _lg_c"]),
+        }
+        first = "int" if hint is int else "simple" if hint in (float, bool, type(None)) else "tensor"
+        order = [first] + [b for b in ("tensor", "int", "simple") if b != first]
+        lines.append(f"        _lg_c = {a}.__class__")
+        for j, b in enumerate(order):
+            test, body = branches[b]
+            lines.append(f"        {'if' if j == 0 else 'elif'} {test}:")
+            lines += [x if x.startswith("            ") else "            " + x.strip() for x in body]
+        lines.append("        else:")
+        lines += ["            " + x for x in plain]
         lines.append(f"            {k} = _lg_classify({a}, {specialize}, {align}, _lg_TENSOR)")
         lines.append(f"            if {k}.__class__ is _lg_NoKey:")
-        lines.append(f"                return _lg_fallback(str({k}), grid, warmup, _lg_options, ({names_tuple}))")
-    bound = ", ".join(f"{n!r}: {n}" for n in names)
+        lines.append("                " + fallback.format(k=k))
+    bound = ", ".join(f"{n!r}: {n}" for n in all_names)
+    body = GUARD_BODY.format(names=names_tuple, classify="".join(x + "\n" for x in lines), keys=", ".join(keys),
+                             bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))
     source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
-                                   classify="".join(x + "\n" for x in lines), keys=", ".join(keys), bound=bound,
-                                   knobs="".join(k + ", " for k in knobs))
+                                   body=body)
     ns = dict(namespace)
     exec(compile_once(source, "guard"), ns)  # a kernel guarded again costs an exec
-    fn = ns["run"]
-    fn.__qualname__ = f"{name}.run (launcher guard, generated)"
-    return fn
+    run, call = ns["run"], ns["call"]
+    run.__qualname__ = f"{name}.run (launcher guard, generated)"
+    call.__qualname__ = f"{name}[grid] (launcher guard, generated)"
+    return run, call

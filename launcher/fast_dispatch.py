@@ -13,6 +13,10 @@ Triton would choose:
 - tuples element by element; the current device; the knobs that enter Triton's key.
 Anything else (tensor descriptors, unknown types) gives no key and the call takes Triton's path.
 
+While the guard is on, JITFunction.__getitem__ binds the grid to the guard's generated `call`
+(one partial, where Triton builds a lambda that calls run with keywords), and JITFunction.run
+is the guard's `run` (what autotuners, heuristics and warmup() call).
+
 On a hit the guard launches the compiled kernel recorded for that key, through its launcher:
 the grid is evaluated as Triton evaluates it, the stream is the current one, the globals the
 kernel used are checked, and the launch hooks run with Triton's launch metadata when they are
@@ -25,11 +29,13 @@ stages-inspection hook send calls to Triton's path. Under @triton.autotune and
 from __future__ import annotations
 
 import collections
+import functools
 import sys
 import threading
 import weakref
 
 from launcher import codegen, triton_adapter as A
+from launcher.cuda_launcher import CudaLauncher
 from launcher import spec as S
 from launcher.specialization import triton_type
 
@@ -41,6 +47,8 @@ _misses = [0]
 _hits = [0]  # every guard's hits (the generated code counts here): the counters only grow
 _NO_CACHES = (None,)
 _GUARD = "_launcher_guard"  # where a JITFunction keeps its guard while the guard is off
+_CALL = "_launcher_call"  # where an attached guard keeps the `call` that kernel[grid] returns
+_partial = functools.partial
 
 
 class NoKey(Exception):
@@ -58,7 +66,10 @@ def enable() -> None:
             return
         jit_cls = A.jit_function_class()
         _state["cls"], _state["run"] = jit_cls, jit_cls.run
+        _state["getitem"] = jit_cls.__dict__.get("__getitem__")  # None: inherited from KernelInterface
+        _triton_getitem[0] = jit_cls.__getitem__
         jit_cls.run = _first_run
+        jit_cls.__getitem__ = _getitem
 
 
 def disable() -> None:
@@ -68,9 +79,14 @@ def disable() -> None:
     with _lock:
         if not _state:
             return
-        _state["cls"].run = _state["run"]
+        jit_cls = _state["cls"]
+        jit_cls.run = _state["run"]
+        if _state["getitem"] is None:
+            del jit_cls.__getitem__
+        else:
+            jit_cls.__getitem__ = _state["getitem"]
         for guard in list(_attached):
-            guard.jit.__dict__.pop("run", None)
+            guard.detach()
         _attached.clear()
         _state.clear()
 
@@ -82,6 +98,18 @@ def stats() -> dict:
             "fallbacks": dict(_fallbacks)}
 
 
+_triton_getitem = [None]  # Triton's own JITFunction.__getitem__
+
+
+def _getitem(self, grid):
+    """JITFunction.__getitem__ while the guard is on: the guard's call with this grid, or, for a
+    kernel without an attached guard, Triton's own (its lambda calls run, which attaches one)."""
+    call = self.__dict__.get(_CALL)
+    if call is not None:
+        return _partial(call, grid)
+    return _triton_getitem[0](self, grid)
+
+
 def _first_run(self, *args, grid, warmup, **kwargs):
     """JITFunction.run while the guard is on: put this kernel's guard in front of it (its
     dormant one, unless what it was made with has changed), then run it."""
@@ -89,7 +117,7 @@ def _first_run(self, *args, grid, warmup, **kwargs):
     if run is None:
         guard = self.__dict__.get(_GUARD)
         if guard is None or not guard.attach(_state["run"]):
-            guard = Guard(self, _state["run"])
+            guard = Guard(self, _state["run"], example=(args, kwargs))
         run = guard.run
     return run(*args, grid=grid, warmup=warmup, **kwargs)
 
@@ -148,12 +176,8 @@ def _item_key(v, tensor):
         if 0 <= v <= _U64_HI:
             return _U64_CODE + (v & 15 != 0)
         raise NoKey("an integer beyond 64 bits")
-    if cls is float:
-        return "f"
-    if cls is bool:
-        return "b"
-    if v is None:
-        return "N"
+    if cls is float or cls is bool or v is None:
+        return cls  # by class, as the generated code keys them
     key = classify(v, True, True, tensor)
     if key.__class__ is NoKey:
         raise key
@@ -163,28 +187,28 @@ def _item_key(v, tensor):
 class Guard:
     """One JITFunction's guard: its generated run, its recorded kernels and its counters."""
 
-    def __init__(self, jit, original, *, device=None, stream=None):
+    def __init__(self, jit, original, *, device=None, stream=None, example=None):
         """original: Triton's JITFunction.run; device, stream: the current-device and
-        current-stream getters (Triton's active driver's by default)."""
+        current-stream getters (Triton's active driver's by default); example: (args, kwargs)
+        of a first call, whose argument classes the generated code tests first."""
         self.jit = jit
         self.original = original
         self._getters = (device, stream)
         self.entries: dict = {}
-        self._ns, self._settled = None, False
+        self._ns, self._settled, self.call = None, False, None
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
         if any(p.name.startswith("_lg_") or p.name in ("grid", "warmup") for p in params):
             self.run = self._unguarded
         else:
             ns, knobs = self._namespace(params)
-            self.run = codegen.generate_guard(getattr(jit, "__name__", "kernel"),
-                                              [(p.name, p.is_constexpr, not p.do_not_specialize,
-                                                not p.do_not_specialize_on_alignment) for p in params],
-                                              ns, knobs)
-            self._ns = self.run.__globals__  # generate_guard runs it in a copy of ns: _settle edits this one
+            self.run, self.call = codegen.generate_guard(getattr(jit, "__name__", "kernel"),
+                                                         [(p.name, p.is_constexpr, not p.do_not_specialize,
+                                                           not p.do_not_specialize_on_alignment) for p in params],
+                                                         ns, knobs, _hints(params, example))
+            self._ns = self.run.__globals__  # generate_guard runs both in a copy of ns: _settle edits this one
         jit.__dict__[_GUARD] = self
-        jit.__dict__["run"] = self.run
-        _attached.add(self)
+        self._put_in_front()
 
     def _environment(self) -> tuple:
         """What the generated run was made with, besides the kernel: Triton's run, the device
@@ -197,9 +221,25 @@ class Guard:
         """Put this dormant guard back in front of its kernel, or False when it is out of date."""
         if (original, *self._environment()[1:]) != self._made_with:
             return False
-        self.jit.__dict__["run"] = self.run
-        _attached.add(self)
+        self._put_in_front()
         return True
+
+    def _put_in_front(self):
+        jit = self.jit.__dict__
+        jit["run"] = self.run
+        if self.call is not None:
+            jit[_CALL] = self.call
+            self._ns["_lg_LIVE"] = True
+        _attached.add(self)
+
+    def detach(self):
+        """Leave the kernel to Triton's own dispatch (the guard stays with it, dormant). A
+        `kernel[grid]` taken while the guard was on then dispatches as the kernel does now."""
+        jit = self.jit.__dict__
+        jit.pop("run", None)
+        jit.pop(_CALL, None)
+        if self._ns is not None:
+            self._ns["_lg_LIVE"] = False
 
     def _namespace(self, params) -> tuple:
         """(the names the generated run uses, the expressions of the knobs in its key)."""
@@ -209,6 +249,7 @@ class Guard:
             "_lg_DEVICE": A.fast_device_getter(device),
             "_lg_ENTRIES": self.entries, "_lg_NoKey": NoKey,
             "_lg_fallback": self._fallback, "_lg_miss": self._miss, "_lg_NO_CACHES": _NO_CACHES,
+            "_lg_redispatch": self._redispatch, "_lg_LIVE": False,
             "_lg_check_globals": A.check_used_globals, "_lg_HOOK_CHAIN": A.hook_chain_type(),
             "_lg_HITS": _hits, "_lg_classify": classify, "_lg_TENSOR": tensor,
         }
@@ -233,7 +274,7 @@ class Guard:
         if self._made_with[3] is _NoTensor and torch is not None:
             ns["_lg_TENSOR"] = torch.Tensor
             self._made_with = self._made_with[:3] + (torch.Tensor,)
-        self._settled = ns["_lg_DEVICE"] is not self._made_with[1] and self._made_with[3] is not _NoTensor
+        self._settled = A.device_getter_is_final(self._made_with[1]) and self._made_with[3] is not _NoTensor
 
     def _unguarded(self, *args, grid, warmup, **kwargs):
         _fallbacks["a parameter name the guard cannot use"] += 1
@@ -244,9 +285,12 @@ class Guard:
             _fallbacks[reason] += 1
         return self.original(self.jit, *values, grid=grid, warmup=warmup, **options)
 
-    def _miss(self, key, device, grid, warmup, options, values):
+    def _redispatch(self, grid, options, values):
+        return self.jit.run(*values, grid=grid, warmup=False, **options)
+
+    def _miss(self, key, device, grid, options, values):
         _misses[0] += 1
-        kernel = self.original(self.jit, *values, grid=grid, warmup=warmup, **options)
+        kernel = self.original(self.jit, *values, grid=grid, warmup=False, **options)
         if not self._settled:
             self._settle()
         jit = self.jit
@@ -256,8 +300,24 @@ class Guard:
             with _lock:
                 if len(self.entries) >= 1024:
                     self.entries.clear()
-                self.entries[key] = (jit.hash, caches[0], kernel, run, kernel.function, kernel.packed_metadata)
+                self.entries[key] = (jit.hash, caches[0], kernel, _direct(run), kernel.function,
+                                     kernel.packed_metadata)
         return kernel
+
+
+def _direct(run):
+    """What a hit calls to launch through `run` (a compiled kernel's launcher)."""
+    return run.direct() if isinstance(run, CudaLauncher) else run
+
+
+def _hints(params, example) -> dict:
+    """The class of each parameter's argument in the call `example` (args, kwargs), by name."""
+    if example is None:
+        return {}
+    args, kwargs = example
+    hints = {p.name: a.__class__ for p, a in zip(params, args)}
+    hints.update((name, a.__class__) for name, a in kwargs.items())
+    return hints
 
 
 class _NoTensor:

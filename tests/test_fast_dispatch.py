@@ -94,18 +94,42 @@ class Compiled:
         return None
 
 
+def _forget_guard(jit):
+    """Take a test's guard away from its kernel for good (attached or dormant)."""
+    guard = jit.__dict__.pop(fast_dispatch._GUARD, None)
+    if guard is not None:
+        guard.detach()
+    jit.__dict__.pop("run", None)
+
+
 A0, A1 = 0x7F0000001000, 0x7F0000001004
 TENSORS = st.builds(FakeTensor, st.sampled_from([A0, A1]), st.just(tl.float32))
 INTS = st.sampled_from([1, 16, 17, 2**31, 2**63 + 16])
 SMALL = st.sampled_from([1, 16, 2**40])
 
 
-@pytest.fixture(scope="module")
-def cpu():
+# The generated code tests each parameter's kind in the order a first call suggests: none (a
+# tensor slot for every parameter), or a call whose scalars make one-entry slots.
+EXAMPLES = {"no example": None,
+            "scalars first": ((FakeTensor(A0, tl.float32), 16, 1, 1, 0.5, (FakeTensor(A0, tl.float32), 16), None),
+                              {"BLOCK": 64})}
+
+
+@pytest.fixture(scope="module", params=list(EXAMPLES))
+def cpu_module(request):
     triton_ = CpuTriton()
-    guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
+    guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA,
+                  example=EXAMPLES[request.param])
     yield triton_, guard
-    guard_kernel.__dict__.pop("run", None)
+    _forget_guard(guard_kernel)
+
+
+@pytest.fixture
+def cpu(cpu_module):
+    """The module's guard, in front of its kernel (a test's disable() leaves it dormant)."""
+    triton_, guard = cpu_module
+    assert guard.attach(triton_.run)
+    return cpu_module
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -144,7 +168,7 @@ def test_a_kernel_without_parameters_is_guarded():
         second = guard.run(grid=(1,), warmup=False)
         assert first is second and triton_.runs == 1 and fast_dispatch.stats()["hits"] == hits + 1
     finally:
-        no_params.__dict__.pop("run", None)
+        _forget_guard(no_params)
 
 
 def test_a_repeated_call_hits_without_triton(cpu):
@@ -169,8 +193,7 @@ def test_a_guard_sleeps_through_disable_and_comes_back_with_its_records(monkeypa
     args = (x, 16, 1, 1, 0.5, (x, 16), None)
     was_on = fast_dispatch.enabled()
     fast_dispatch.disable()
-    guard_kernel.__dict__.pop("run", None)
-    guard_kernel.__dict__.pop(fast_dispatch._GUARD, None)
+    _forget_guard(guard_kernel)
     try:
         fast_dispatch.enable()
         guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)  # a miss: Triton's path
@@ -192,8 +215,7 @@ def test_a_guard_sleeps_through_disable_and_comes_back_with_its_records(monkeypa
         assert guard_kernel.__dict__[fast_dispatch._GUARD] is not guard and triton_.runs == 3
     finally:
         fast_dispatch.disable()
-        guard_kernel.__dict__.pop("run", None)
-        guard_kernel.__dict__.pop(fast_dispatch._GUARD, None)
+        _forget_guard(guard_kernel)
         if was_on:
             fast_dispatch.enable()
 
@@ -204,6 +226,46 @@ def _device0():
 
 def _stream0(device):
     return 0x5EA
+
+
+def test_kernel_grid_binds_the_grid_to_the_guard_and_follows_disable(monkeypatch):
+    """While the guard is on, kernel[grid] is the guard's call with the grid bound (after the
+    kernel's first run put a guard in front of it); a hit launches the bytes Triton's path
+    launched. After disable(), JITFunction.__getitem__ is Triton's again and a kernel[grid]
+    taken earlier dispatches through Triton's path."""
+    import functools
+
+    triton_ = CpuTriton()
+    monkeypatch.setattr(fast_dispatch.A, "device_and_stream_getters", lambda: (_device0, _stream0))
+    jit_cls = fast_dispatch.A.jit_function_class()
+    monkeypatch.setattr(jit_cls, "run", lambda self, *a, **kw: triton_.run(self, *a, **kw))
+    own_getitem = jit_cls.__dict__.get("__getitem__")
+    x = FakeTensor(A0, tl.float32)
+    args = (x, 16, 1, 1, 0.5, (x, 16), None)
+    was_on = fast_dispatch.enabled()
+    fast_dispatch.disable()
+    _forget_guard(guard_kernel)
+    try:
+        fast_dispatch.enable()
+        guard_kernel[(2,)](*args, BLOCK=64)  # Triton's lambda: run puts the guard in front, a miss
+        guard = guard_kernel.__dict__[fast_dispatch._GUARD]
+        assert triton_.runs == 1
+        bound = guard_kernel[(2,)]
+        assert isinstance(bound, functools.partial) and bound.func is guard.call and bound.args == ((2,),)
+        hits = fast_dispatch.stats()["hits"]
+        bound(*args, BLOCK=64)
+        assert triton_.runs == 1 and fast_dispatch.stats()["hits"] == hits + 1
+        assert triton_.launched[-1] == triton_.launched[-2], "a hit launched other bytes than Triton's path"
+        fast_dispatch.disable()
+        assert jit_cls.__dict__.get("__getitem__") is own_getitem
+        bound(*args, BLOCK=64)  # taken while on, called after: Triton's own dispatch
+        assert triton_.runs == 2 and fast_dispatch.stats()["hits"] == hits + 1
+        assert not isinstance(guard_kernel[(2,)], functools.partial)
+    finally:
+        fast_dispatch.disable()
+        _forget_guard(guard_kernel)
+        if was_on:
+            fast_dispatch.enable()
 
 
 def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
@@ -233,8 +295,8 @@ def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
         before = dict(fast_dispatch._fallbacks)
         call()
         assert triton_.runs == runs + 5
-        assert fast_dispatch._fallbacks["warmup, pre-run hooks or a stages hook"] == \
-            before.get("warmup, pre-run hooks or a stages hook", 0) + 1
+        assert fast_dispatch._fallbacks["pre-run hooks or a stages hook"] == \
+            before.get("pre-run hooks or a stages hook", 0) + 1
     finally:
         guard_kernel.pre_run_hooks.clear()
 
@@ -287,7 +349,8 @@ def test_install_puts_the_guard_in_front_of_every_jit_function_and_uninstall_rem
     launcher.uninstall()
 
 
-def test_tensors_in_tuples_keyed_inline_choose_what_triton_chooses(monkeypatch):
+@pytest.mark.parametrize("example", list(EXAMPLES))
+def test_tensors_in_tuples_keyed_inline_choose_what_triton_chooses(monkeypatch, example):
     """With torch's Tensor class known to the guard, tensors (also those inside tuples) are
     keyed by the generated code and _item_key, not by the general classifier: the kernel
     chosen, on a miss and on the hit that follows, is still the one Triton's key chooses."""
@@ -297,17 +360,18 @@ def test_tensors_in_tuples_keyed_inline_choose_what_triton_chooses(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTensor, cuda=types.SimpleNamespace()))
     triton_ = CpuTriton()
-    guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
+    guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA, example=EXAMPLES[example])
     try:
         assert guard._made_with[3] is FakeTensor
-        for x, t0, n in itertools.product([A0, A1], [A0, A1], [1, 16, 17]):
-            args = (FakeTensor(x, tl.float32), n, 1, 1, 0.5, (FakeTensor(t0, tl.float32), 16), None)
+        for x, t0, n, opt in itertools.product([A0, A1], [A0, A1], [1, 16, 17], [None, A0, A1]):
+            opt = None if opt is None else FakeTensor(opt, tl.float32)  # where the example had None
+            args = (FakeTensor(x, tl.float32), n, 1, 1, 0.5, (FakeTensor(t0, tl.float32), 16), opt)
             want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
             for _ in range(2):  # a miss, then a hit
                 assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want
+            assert triton_.launched[-1] == triton_.launched[-2], "the hit launched other bytes"
     finally:
-        guard_kernel.__dict__.pop("run", None)
-        guard_kernel.__dict__.pop(fast_dispatch._GUARD, None)
+        _forget_guard(guard_kernel)
 
 
 def test_a_tensor_descriptor_falls_back_without_an_exception_after_the_first(cpu):
@@ -352,5 +416,4 @@ def test_torch_imported_after_the_guard_was_made_keys_tensors_inline_after_a_mis
         guard.run(*args, grid=(1,), warmup=False, BLOCK=64)
         assert fast_dispatch.stats()["hits"] == hits + 1
     finally:
-        guard_kernel.__dict__.pop("run", None)
-        guard_kernel.__dict__.pop(fast_dispatch._GUARD, None)
+        _forget_guard(guard_kernel)
