@@ -104,7 +104,10 @@ def key_of_pointer(v):
         return key_of(v)
 
 
+# The keys of ints in the i32 and i64 ranges by (v < 0) * 2 + (v divisible by 16), as the
+# generated call computes them inline (key_of's keys).
 _SMALL_INTS = [_INT_KEYS[(0, neg, d)] for neg in (False, True) for d in (False, True)]
+_LONG_INTS = [_INT_KEYS[(1, neg, d)] for neg in (False, True) for d in (False, True)]
 
 
 def key_of_int(v):
@@ -324,9 +327,13 @@ class BundleKernel:
                     key = (f"(({a}.__class__, {a}.dtype, not ({a} := {a}.data_ptr()) & 15) "
                            f"if {a}.__class__ is _launcher_TENSOR else {key})")
             elif kinds <= {"scalar", "constexpr"} and types - {"constexpr"} <= set(S.INT_RANGES) - {"i1", "u1"}:
-                fn = key_of_int  # inlined for ints in the i32 range
+                fn = key_of_int  # inlined for ints in the i32 and i64 ranges
                 key = (f"((_launcher_ONE if {a} == 1 else _launcher_SMALL_INTS[({a} < 0) * 2 + (not {a} & 15)]) "
-                       f"if {a}.__class__ is int and {_I32_LO} <= {a} <= {_I32_HI} else {key})")
+                       f"if {_I32_LO} <= {a} <= {_I32_HI} else _launcher_LONG_INTS[({a} < 0) * 2 + (not {a} & 15)] "
+                       f"if {_I64_LO} <= {a} <= {_I64_HI} else {key}) if {a}.__class__ is int else {key}")
+            elif kinds == {"scalar"} and types <= set(S.FLOATS):
+                fn = key_of  # inlined for floats
+                key = f"(_launcher_FLOAT if {a}.__class__ is float else {key})"
             else:
                 fn = key_of
             namespace[f"_launcher_k{i}"] = fn
@@ -335,7 +342,8 @@ class BundleKernel:
         namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache,
                          _launcher_device=_torch_raw[0] if _torch_raw else _current_device,
                          _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many,
-                         _launcher_TENSOR=torch.Tensor if torch is not None else None, _launcher_ONE=_ONE, _launcher_SMALL_INTS=_SMALL_INTS)
+                         _launcher_TENSOR=torch.Tensor if torch is not None else None, _launcher_ONE=_ONE, _launcher_SMALL_INTS=_SMALL_INTS,
+                         _launcher_LONG_INTS=_LONG_INTS, _launcher_FLOAT=_FLOAT)
         source = _TEMPLATE.format(signature=signature, stream=stream, count=positional,
                                   names="".join(f"{n}, " for n in self.names), keys="".join(keys))
         self._call = _compile(source, "launch", namespace, self.name)

@@ -158,7 +158,7 @@ def test_the_variant_chosen_is_tritons_specialization_or_the_most_specialised_co
 @given(x=TENSORS, out=TENSORS, n=INTS, stride=INTS, s=SCALES, kwargs=KWARGS)
 def test_the_generated_call_keys_as_the_key_functions_do(scale, monkeypatch, torch_tensors, x, out, n, stride, s,
                                                          kwargs):
-    """The generated call inlines key_of_int (and key_of_pointer for torch tensors): the key it
+    """The generated call inlines key_of_int, key_of for floats (and key_of_pointer for torch tensors): the key it
     computes must be the key functions' own. Its slow path is replaced by one that records the key
     (nothing is chosen or launched); with torch_tensors, FakeTensor plays torch.Tensor."""
     kernel, _ = scale
@@ -176,7 +176,8 @@ def test_the_generated_call_keys_as_the_key_functions_do(scale, monkeypatch, tor
     fresh._slow = lambda grid, stream, args, options, key: keys.append(key)
     call = fresh._generate()
     source = "".join(__import__("linecache").getlines(call.__code__.co_filename))
-    assert ("_launcher_TENSOR" in source) == torch_tensors and "_launcher_SMALL_INTS" in source
+    assert ("_launcher_TENSOR" in source) == torch_tensors and "_launcher_LONG_INTS" in source
+    assert "_launcher_FLOAT if scale.__class__ is float" in source
     fresh[(1,)](x, out, n, stride, s, **kwargs)
     values = (x, out, n, stride, s, kwargs.get("BLOCK", BK.V.MISSING))
     namespace = call.__globals__
