@@ -342,8 +342,8 @@ class BundleKernel:
         namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache,
                          _launcher_device=_torch_raw[0] if _torch_raw else _current_device,
                          _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many,
-                         _launcher_TENSOR=torch.Tensor if torch is not None else None, _launcher_ONE=_ONE, _launcher_SMALL_INTS=_SMALL_INTS,
-                         _launcher_LONG_INTS=_LONG_INTS, _launcher_FLOAT=_FLOAT)
+                         _launcher_TENSOR=torch.Tensor if torch is not None else None, _launcher_ONE=_ONE,
+                         _launcher_SMALL_INTS=_SMALL_INTS, _launcher_LONG_INTS=_LONG_INTS, _launcher_FLOAT=_FLOAT)
         source = _TEMPLATE.format(signature=signature, stream=stream, count=positional,
                                   names="".join(f"{n}, " for n in self.names), keys="".join(keys))
         self._call = _compile(source, "launch", namespace, self.name)
