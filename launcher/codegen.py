@@ -183,7 +183,7 @@ def __call__(_p, *args, **kwargs):
     if kwargs or len(args) not in ARITIES:
         return _p.launch(*args, **kwargs)
 {unpack}{checks}{grid}    try:
-        buf = pack_all(FUNCTION, stream(), gx, gy, gz, 0, {values})
+        buf = pack_all(FUNCTION, stream(), {grid3}, 0, {values})
     except Exception:
         return _p.launch(*args)
 {launch}'''
@@ -288,12 +288,13 @@ def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
         keys = ", ".join(f"{n!r}: {a}" for n, a in zip(namespace["PARAM_NAMES"], names))
         grid = (f"    g = GRID({{{keys}}})\n"
                 "    gx = g[0]\n    gy = g[1] if len(g) > 1 else 1\n    gz = g[2] if len(g) > 2 else 1\n")
-    else:
-        grid = "    gx, gy, gz = GX, GY, GZ\n"
+        grid3 = "gx, gy, gz"
+    else:  # the prepared grid, as constants
+        grid, grid3 = "", "GX, GY, GZ"
     source = PREPARED_TEMPLATE.format(
         hooks=_PREPARED_HOOKS if ns.get("RUNTIME") is not None else "",
         same_args=_PREPARED_SAME_ARGS[mode], unpack=unpack, checks="".join(x + "\n" for x in lines),
-        grid=grid, values=", ".join(values + ["0", "0"]), launch=_PREPARED_LAUNCH[mode])
+        grid=grid, grid3=grid3, values=", ".join(values + ["0", "0"]), launch=_PREPARED_LAUNCH[mode])
     return _compile_prepared(mode, source, ns)
 
 
