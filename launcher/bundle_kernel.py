@@ -160,8 +160,8 @@ def launch(_launcher_grid, /, {signature}):
         _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
                             _launcher_entry.metadata, None, None, None, *_launcher_entry.complete(_launcher_args))
     else:  # the torch tensors keyed inline are their data_ptr() here
-        _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
-                            _launcher_entry.metadata, None, None, None, {names})
+        _launcher_entry.direct(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
+                               {names})
 '''
 
 _BIND = '''\
@@ -217,12 +217,14 @@ def _stream_of(stream):
 class _Entry:
     """What a specialization key chose: the launcher, CUfunction and fills of one variant on one device."""
 
-    __slots__ = ("kernel", "variant", "run", "function", "metadata", "fills", "arrays", "adjusts", "stream")
+    __slots__ = ("kernel", "variant", "run", "direct", "function", "metadata", "fills", "arrays", "adjusts",
+                 "stream")
 
     def __init__(self, kernel, variant, run, function, fills, arrays, stream):
         self.kernel = kernel
         self.variant = variant
-        self.run = run
+        self.run = run  # the variant's CudaLauncher
+        self.direct = run.direct()  # its launch without hooks or metadata to pass
         self.function = function
         self.metadata = variant.spec.packed_metadata
         self.fills = fills  # ((index, value), ...) for the arguments the call did not pass
@@ -489,7 +491,7 @@ class BundleKernel:
             stream = functools.partial(_torch_raw[1] if _torch_raw else _torch_stream, device)
         else:
             stream = _default_stream
-        return _Entry(self, variant, self._launcher(variant).direct(), function, fills, arrays, stream)
+        return _Entry(self, variant, self._launcher(variant), function, fills, arrays, stream)
 
     def _load(self, variant, device):
         from launcher.install import module_cache

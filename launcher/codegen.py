@@ -74,12 +74,27 @@ TEMPLATES = {
     "pack": _HEAD + '''\
     return plan, buf, ({keep})
 ''',
+    # For callers that launch a kernel of their own choosing again and again, with its own
+    # packed metadata and no hooks to run (the fast dispatch's hits, bundles): no launch
+    # metadata, hooks or kernel metadata to pass and test.
+    "direct": '''\
+def {name}(self, gridX, gridY, gridZ, stream, function, *args):
+    """{doc}"""
+    try:
+{unpack}{convert}        buf = {packer}(function, stream, gridX, gridY, gridZ, 0, {values})
+{scratch}    except Exception as exc:
+        self._bad_call(exc, gridX, gridY, gridZ, stream, function, PACKED_METADATA, args)
+    status = c_launch(PLAN, buf, SIZE)
+    if status:
+        self._launch_failed(status, buf)
+''',
 }
 
 DOCS = {
     "launch": "Check, pack and launch (generated for this signature's shape).",
     "dry_run": "Everything a launch does but the driver call: the bytes each parameter would receive.",
     "pack": "Check and pack once: (plan, packed buffer, scratch allocations).",
+    "direct": "Check, pack and launch with the spec's own metadata and no hooks (generated for this shape).",
 }
 
 # Scratch memory: everything is checked and packed first, so a bad argument allocates nothing.
@@ -143,7 +158,7 @@ def _convert(w: _Writer, args, names, depth, encoder_of, prefix=()):
 
 
 def generate(mode: str, layout, scratch: tuple, namespace: dict, encoder_of: dict):
-    """Compile the `mode` function ("launch", "dry_run" or "pack") for a layout.
+    """Compile the `mode` function ("launch", "dry_run", "pack" or "direct") for a layout.
 
     scratch: (global scratch bytes per program, profile scratch bytes per program);
     namespace: the names the templates use (pack_all, PLAN, c_launch, ...); encoder_of: the
@@ -338,7 +353,7 @@ GUARD_BODY = '''\
         return _lg_fallback("an argument that cannot be a key (unhashable)", grid, False, _lg_options, ({names}))
     if _lg_e is None:
         return _lg_miss(_lg_key, _lg_dev, grid, _lg_options, ({names}))
-    _lg_hash, _lg_kc, _lg_ck, _lg_run, _lg_fn, _lg_pmd = _lg_e
+    _lg_hash, _lg_kc, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd = _lg_e
     if _lg_hash is not _lg_JIT.hash or _lg_kc is not (_lg_JIT.device_caches.get(_lg_dev) or _lg_NO_CACHES)[0]:
         return _lg_miss(_lg_key, _lg_dev, grid, _lg_options, ({names}))
     if _lg_JIT.used_global_vals:
@@ -351,13 +366,17 @@ GUARD_BODY = '''\
         _lg_g = grid
     _lg_n = len(_lg_g)
     _lg_stream = _lg_STREAM(_lg_dev)
+    _lg_HITS[0] += 1
     _lg_enter, _lg_leave = _lg_RT.launch_enter_hook, _lg_RT.launch_exit_hook
+    if _lg_enter.__class__ is _lg_HOOK_CHAIN and not _lg_enter.calls and \\
+            _lg_leave.__class__ is _lg_HOOK_CHAIN and not _lg_leave.calls:  # Triton's empty default hooks
+        _lg_direct(_lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_fn, {passed})
+        return _lg_ck
     if (_lg_enter is not None and (_lg_enter.__class__ is not _lg_HOOK_CHAIN or _lg_enter.calls)) or \\
             (_lg_leave is not None and (_lg_leave.__class__ is not _lg_HOOK_CHAIN or _lg_leave.calls)):
         _lg_md = _lg_ck.launch_metadata(_lg_g, _lg_stream, {names})
     else:
         _lg_md = _lg_enter = _lg_leave = None
-    _lg_HITS[0] += 1
     _lg_run(_lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_fn, _lg_pmd, _lg_md, _lg_enter, _lg_leave, {passed})
     return _lg_ck'''
 

@@ -192,9 +192,10 @@ class CudaLauncher:
         return BoundLaunch(self, plan, buf, (args, keep))
 
     def direct(self):
-        """This launcher's generated launch bound to it: the same as calling the launcher, for a
-        caller that launches it again and again (no lookup of __call__, never the planned path)."""
-        return types.MethodType(type(self)._generated("launch"), self)
+        """`launch(gridX, gridY, gridZ, stream, function, *args)`: a launch with the spec's own
+        kernel metadata and no hooks, for a caller that launches this kernel again and again
+        (the fast dispatch's hits, bundles): the generated "direct" code bound to this launcher."""
+        return types.MethodType(type(self)._generated("direct"), self)
 
     # -- helpers the generated code calls --
     def _plan_for(self, kernel_metadata):

@@ -300,14 +300,21 @@ class Guard:
             with _lock:
                 if len(self.entries) >= 1024:
                     self.entries.clear()
-                self.entries[key] = (jit.hash, caches[0], kernel, _direct(run), kernel.function,
-                                     kernel.packed_metadata)
+                self.entries[key] = (jit.hash, caches[0], kernel, run, _direct(run, kernel.packed_metadata),
+                                     kernel.function, kernel.packed_metadata)
         return kernel
 
 
-def _direct(run):
-    """What a hit calls to launch through `run` (a compiled kernel's launcher)."""
-    return run.direct() if isinstance(run, CudaLauncher) else run
+def _direct(run, packed_metadata):
+    """What a hit without launch hooks calls, `(gx, gy, gz, stream, function, *args)`, to
+    launch through `run` (a compiled kernel's launcher, called with `packed_metadata`)."""
+    if isinstance(run, CudaLauncher) and packed_metadata == run.spec.packed_metadata:
+        return run.direct()
+
+    def direct(gx, gy, gz, stream, function, *args):  # another launcher (the stock one)
+        run(gx, gy, gz, stream, function, packed_metadata, None, None, None, *args)
+
+    return direct
 
 
 def _hints(params, example) -> dict:

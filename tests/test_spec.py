@@ -260,3 +260,28 @@ def test_a_shape_whose_launch_code_exists_already_still_turns_hot():
     assert cls.__call__ is CudaLauncher._launch_planned
     cls._make_hot()
     assert cls.__call__ is code
+
+
+@pytest.mark.parametrize("entry", [e for e in C.ENTRIES if e.args is not None], ids=lambda e: e.name)
+def test_the_direct_launch_packs_what_a_launch_packs(entry):
+    """CudaLauncher.direct() (the fast dispatch's hits and bundles launch through it) hands the
+    C launch the plan and bytes the generated launch packs, and refuses what it refuses. Its
+    C entry is swapped for one that records what it is given (no GPU here)."""
+    from launcher import codegen
+
+    ck = entry.compile()
+    run = CudaLauncher(ck.src, ck.metadata)
+    cls = type(run)
+    plan, want, _ = run.pack(*BASE, run.spec.packed_metadata, *entry.args)
+    got = []
+    namespace = dict(cls._namespace, c_launch=lambda plan, buf, size: got.append((plan, bytes(buf), size)) or 0)
+    direct = codegen.generate("direct", run.spec.layout, (run.spec.global_scratch[0], run.spec.profile_scratch[0]),
+                              namespace, cls._encoders)
+    direct(run, *BASE, *entry.args)
+    assert got == [(plan, bytes(want), run.spec.layout.size)]
+    with pytest.raises(TypeError) as direct_error:
+        direct(run, *BASE)  # no arguments
+    with pytest.raises(TypeError) as dry_run_error:
+        run.dry_run(*base_for(run.spec))
+    assert str(direct_error.value) == str(dry_run_error.value)
+    assert inspect.getsource(type(run)._generated("direct")).startswith("def direct(self, gridX, gridY, gridZ, stream")
