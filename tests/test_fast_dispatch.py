@@ -182,42 +182,49 @@ def test_a_repeated_call_hits_without_triton(cpu):
     assert triton_.runs == runs and fast_dispatch.stats()["hits"] == hits + 5
 
 
-def test_a_guard_sleeps_through_disable_and_comes_back_with_its_records(monkeypatch):
-    """disable() takes every guard away, enable() puts the same ones back (no new code, no
-    records lost); a guard made for another Triton run or other getters is made anew."""
+@pytest.fixture
+def switched(monkeypatch):
+    """JITFunction.run played by CpuTriton, the guard off and guard_kernel without one: the
+    test switches the guard on and off. Yields (CpuTriton, JITFunction class, arguments)."""
     triton_ = CpuTriton()
     monkeypatch.setattr(fast_dispatch.A, "device_and_stream_getters", lambda: (_device0, _stream0))
     jit_cls = fast_dispatch.A.jit_function_class()
     monkeypatch.setattr(jit_cls, "run", lambda self, *a, **kw: triton_.run(self, *a, **kw))
     x = FakeTensor(A0, tl.float32)
-    args = (x, 16, 1, 1, 0.5, (x, 16), None)
     was_on = fast_dispatch.enabled()
     fast_dispatch.disable()
     _forget_guard(guard_kernel)
     try:
-        fast_dispatch.enable()
-        guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)  # a miss: Triton's path
-        guard = guard_kernel.__dict__[fast_dispatch._GUARD]
-        assert guard_kernel.__dict__["run"] is guard.run and triton_.runs == 1
-        fast_dispatch.disable()
-        assert "run" not in guard_kernel.__dict__ and fast_dispatch.stats()["guarded kernels"] == 0
-        guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)  # Triton's own dispatch
-        assert triton_.runs == 2
-        fast_dispatch.enable()
-        hits = fast_dispatch.stats()["hits"]
-        guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)  # the same guard hits at once
-        assert guard_kernel.__dict__[fast_dispatch._GUARD] is guard and guard_kernel.__dict__["run"] is guard.run
-        assert triton_.runs == 2 and fast_dispatch.stats()["hits"] == hits + 1
-        fast_dispatch.disable()
-        monkeypatch.setattr(fast_dispatch.A, "device_and_stream_getters", lambda: (lambda: 0, _stream0))
-        fast_dispatch.enable()  # another device getter: the dormant guard is out of date
-        guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)
-        assert guard_kernel.__dict__[fast_dispatch._GUARD] is not guard and triton_.runs == 3
+        yield triton_, jit_cls, (x, 16, 1, 1, 0.5, (x, 16), None)
     finally:
         fast_dispatch.disable()
         _forget_guard(guard_kernel)
         if was_on:
             fast_dispatch.enable()
+
+
+def test_a_guard_sleeps_through_disable_and_comes_back_with_its_records(switched, monkeypatch):
+    """disable() takes every guard away, enable() puts the same ones back (no new code, no
+    records lost); a guard made for another Triton run or other getters is made anew."""
+    triton_, jit_cls, args = switched
+    fast_dispatch.enable()
+    guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)  # a miss: Triton's path
+    guard = guard_kernel.__dict__[fast_dispatch._GUARD]
+    assert guard_kernel.__dict__["run"] is guard.run and triton_.runs == 1
+    fast_dispatch.disable()
+    assert "run" not in guard_kernel.__dict__ and fast_dispatch.stats()["guarded kernels"] == 0
+    guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)  # Triton's own dispatch
+    assert triton_.runs == 2
+    fast_dispatch.enable()
+    hits = fast_dispatch.stats()["hits"]
+    guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)  # the same guard hits at once
+    assert guard_kernel.__dict__[fast_dispatch._GUARD] is guard and guard_kernel.__dict__["run"] is guard.run
+    assert triton_.runs == 2 and fast_dispatch.stats()["hits"] == hits + 1
+    fast_dispatch.disable()
+    monkeypatch.setattr(fast_dispatch.A, "device_and_stream_getters", lambda: (lambda: 0, _stream0))
+    fast_dispatch.enable()  # another device getter: the dormant guard is out of date
+    guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)
+    assert guard_kernel.__dict__[fast_dispatch._GUARD] is not guard and triton_.runs == 3
 
 
 def _device0():
@@ -228,44 +235,30 @@ def _stream0(device):
     return 0x5EA
 
 
-def test_kernel_grid_binds_the_grid_to_the_guard_and_follows_disable(monkeypatch):
+def test_kernel_grid_binds_the_grid_to_the_guard_and_follows_disable(switched):
     """While the guard is on, kernel[grid] is the guard's call with the grid bound (after the
     kernel's first run put a guard in front of it); a hit launches the bytes Triton's path
     launched. After disable(), JITFunction.__getitem__ is Triton's again and a kernel[grid]
     taken earlier dispatches through Triton's path."""
     import functools
 
-    triton_ = CpuTriton()
-    monkeypatch.setattr(fast_dispatch.A, "device_and_stream_getters", lambda: (_device0, _stream0))
-    jit_cls = fast_dispatch.A.jit_function_class()
-    monkeypatch.setattr(jit_cls, "run", lambda self, *a, **kw: triton_.run(self, *a, **kw))
+    triton_, jit_cls, args = switched
     own_getitem = jit_cls.__dict__.get("__getitem__")
-    x = FakeTensor(A0, tl.float32)
-    args = (x, 16, 1, 1, 0.5, (x, 16), None)
-    was_on = fast_dispatch.enabled()
+    fast_dispatch.enable()
+    guard_kernel[(2,)](*args, BLOCK=64)  # Triton's lambda: run puts the guard in front, a miss
+    guard = guard_kernel.__dict__[fast_dispatch._GUARD]
+    assert triton_.runs == 1
+    bound = guard_kernel[(2,)]
+    assert isinstance(bound, functools.partial) and bound.func is guard.call and bound.args == ((2,),)
+    hits = fast_dispatch.stats()["hits"]
+    bound(*args, BLOCK=64)
+    assert triton_.runs == 1 and fast_dispatch.stats()["hits"] == hits + 1
+    assert triton_.launched[-1] == triton_.launched[-2], "a hit launched other bytes than Triton's path"
     fast_dispatch.disable()
-    _forget_guard(guard_kernel)
-    try:
-        fast_dispatch.enable()
-        guard_kernel[(2,)](*args, BLOCK=64)  # Triton's lambda: run puts the guard in front, a miss
-        guard = guard_kernel.__dict__[fast_dispatch._GUARD]
-        assert triton_.runs == 1
-        bound = guard_kernel[(2,)]
-        assert isinstance(bound, functools.partial) and bound.func is guard.call and bound.args == ((2,),)
-        hits = fast_dispatch.stats()["hits"]
-        bound(*args, BLOCK=64)
-        assert triton_.runs == 1 and fast_dispatch.stats()["hits"] == hits + 1
-        assert triton_.launched[-1] == triton_.launched[-2], "a hit launched other bytes than Triton's path"
-        fast_dispatch.disable()
-        assert jit_cls.__dict__.get("__getitem__") is own_getitem
-        bound(*args, BLOCK=64)  # taken while on, called after: Triton's own dispatch
-        assert triton_.runs == 2 and fast_dispatch.stats()["hits"] == hits + 1
-        assert not isinstance(guard_kernel[(2,)], functools.partial)
-    finally:
-        fast_dispatch.disable()
-        _forget_guard(guard_kernel)
-        if was_on:
-            fast_dispatch.enable()
+    assert jit_cls.__dict__.get("__getitem__") is own_getitem
+    bound(*args, BLOCK=64)  # taken while on, called after: Triton's own dispatch
+    assert triton_.runs == 2 and fast_dispatch.stats()["hits"] == hits + 1
+    assert not isinstance(guard_kernel[(2,)], functools.partial)
 
 
 def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
