@@ -410,3 +410,18 @@ def test_torch_imported_after_the_guard_was_made_keys_tensors_inline_after_a_mis
         assert fast_dispatch.stats()["hits"] == hits + 1
     finally:
         _forget_guard(guard_kernel)
+
+
+def test_the_current_device_getter_answers_0_only_where_one_device_is_visible():
+    """launcher.devices: with one visible device the getter is a C call answering 0; with more,
+    torch's raw current-device function (a stand-in torch here: the rule, not torch, is tested)."""
+    import types
+
+    from launcher.devices import only_device, torch_device_getter
+
+    raw = lambda: 3  # noqa: E731
+    for count, want in ((1, only_device), (2, raw), (8, raw)):
+        torch = types.SimpleNamespace(cuda=types.SimpleNamespace(device_count=lambda c=count: c),
+                                      _C=types.SimpleNamespace(_cuda_getDevice=raw))
+        assert torch_device_getter(torch) is want
+    assert only_device() == 0
