@@ -75,6 +75,9 @@ class CudaLauncher:
 
     # Launchers for unsupported kernels come from here (the stock class, set by install()).
     stock_launcher_cls = None
+    # Every pointer, an int or a tensor's data_ptr(), is checked where it is packed (the C
+    # library's LAUNCHER_ERROR_BAD_POINTER): the fast dispatch may hand it ints.
+    checks_pointers = True
     HOT_AFTER = 2  # launches by the plan-driven packer before the generated fast path
 
     def __new__(cls, src, metadata):

@@ -66,10 +66,13 @@ def enable() -> None:
             return
         jit_cls = A.jit_function_class()
         _state["cls"], _state["run"] = jit_cls, jit_cls.run
-        _state["getitem"] = jit_cls.__dict__.get("__getitem__")  # None: inherited from KernelInterface
-        _triton_getitem[0] = jit_cls.__getitem__
         jit_cls.run = _first_run
-        jit_cls.__getitem__ = _getitem
+        # kernel[grid] binds the grid to the guard's call, unless something other than Triton
+        # (whose __getitem__ JITFunction inherits from KernelInterface) has taken __getitem__
+        _state["getitem"] = "__getitem__" not in jit_cls.__dict__
+        if _state["getitem"]:
+            _triton_getitem[0] = jit_cls.__getitem__
+            jit_cls.__getitem__ = _getitem
 
 
 def disable() -> None:
@@ -81,10 +84,8 @@ def disable() -> None:
             return
         jit_cls = _state["cls"]
         jit_cls.run = _state["run"]
-        if _state["getitem"] is None:
+        if _state["getitem"] and jit_cls.__dict__.get("__getitem__") is _getitem:  # not if replaced since
             del jit_cls.__getitem__
-        else:
-            jit_cls.__getitem__ = _state["getitem"]
         for guard in list(_attached):
             guard.detach()
         _attached.clear()
@@ -102,11 +103,13 @@ _triton_getitem = [None]  # Triton's own JITFunction.__getitem__
 
 
 def _getitem(self, grid):
-    """JITFunction.__getitem__ while the guard is on: the guard's call with this grid, or, for a
-    kernel without an attached guard, Triton's own (its lambda calls run, which attaches one)."""
-    call = self.__dict__.get(_CALL)
-    if call is not None:
-        return _partial(call, grid)
+    """JITFunction.__getitem__ while the guard is on: the guard's call with this grid where the
+    guard's run is the kernel's run; else Triton's own (its lambda calls whatever run is: the
+    first run puts a guard in front, a run set on the kernel by its user stays in charge)."""
+    d = self.__dict__
+    call = d.get(_CALL)
+    if call is not None and d.get("run") is call[0]:
+        return _partial(call[1], grid)
     return _triton_getitem[0](self, grid)
 
 
@@ -115,10 +118,15 @@ def _first_run(self, *args, grid, warmup, **kwargs):
     dormant one, unless what it was made with has changed), then run it."""
     run = self.__dict__.get("run")
     if run is None:
-        guard = self.__dict__.get(_GUARD)
-        if guard is None or not guard.attach(_state["run"]):
-            guard = Guard(self, _state["run"], example=(args, kwargs))
-        run = guard.run
+        with _lock:  # not while disable() takes the guards away
+            original = _state.get("run")
+            if original is not None:
+                guard = self.__dict__.get(_GUARD)
+                if guard is None or not guard.attach(original):
+                    guard = Guard(self, original, example=(args, kwargs))
+                run = guard.run
+        if run is None:  # switched off meanwhile: Triton's own dispatch
+            return type(self).run(self, *args, grid=grid, warmup=warmup, **kwargs)
     return run(*args, grid=grid, warmup=warmup, **kwargs)
 
 
@@ -228,7 +236,7 @@ class Guard:
         jit = self.jit.__dict__
         jit["run"] = self.run
         if self.call is not None:
-            jit[_CALL] = self.call
+            jit[_CALL] = (self.run, self.call)
             self._ns["_lg_LIVE"] = True
         _attached.add(self)
 
@@ -236,7 +244,8 @@ class Guard:
         """Leave the kernel to Triton's own dispatch (the guard stays with it, dormant). A
         `kernel[grid]` taken while the guard was on then dispatches as the kernel does now."""
         jit = self.jit.__dict__
-        jit.pop("run", None)
+        if jit.get("run") is self.run:  # not a run the kernel's user has set since
+            del jit["run"]
         jit.pop(_CALL, None)
         if self._ns is not None:
             self._ns["_lg_LIVE"] = False
@@ -289,13 +298,18 @@ class Guard:
         return self.jit.run(*values, grid=grid, warmup=False, **options)
 
     def _miss(self, key, device, grid, options, values):
-        _misses[0] += 1
         kernel = self.original(self.jit, *values, grid=grid, warmup=False, **options)
         if not self._settled:
             self._settle()
         jit = self.jit
         caches = jit.device_caches.get(device)
         run = getattr(kernel, "_run", None)
+        if run is not None and not getattr(run, "checks_pointers", False):
+            # A hit hands the launcher the data_ptr() its key read: only a launcher that checks
+            # every pointer itself may take it (Triton's stock one checks tensors, not ints).
+            _fallbacks["a kernel Triton's stock launcher launches"] += 1
+            return kernel
+        _misses[0] += 1
         if run is not None and caches is not None and jit.hash is not None and getattr(kernel, "function", None):
             with _lock:
                 if len(self.entries) >= 1024:

@@ -41,6 +41,7 @@ class CpuTriton:
         self.backend = make_backend(self.target)
         self.kernels = {}  # Triton's cache key -> compiled kernel
         self.launched = []  # (Triton's key, bytes) of every launch
+        self.stock_launcher = False  # whether its launchers stand for Triton's stock one
         self.runs = 0
 
     def triton_key(self, jit, args, kwargs):
@@ -88,6 +89,8 @@ class Compiled:
         def run(*call):
             triton_.launched.append((key, inner.dry_run(*call)))
 
+        if not triton_.stock_launcher:
+            run.checks_pointers = True  # it stands for launcher's own launcher (a dry run of it)
         self._run = run
 
     def launch_metadata(self, grid, stream, *args):
@@ -425,3 +428,55 @@ def test_the_current_device_getter_answers_0_only_where_one_device_is_visible():
                                       _C=types.SimpleNamespace(_cuda_getDevice=raw))
         assert torch_device_getter(torch) is want
     assert only_device() == 0
+
+
+def test_a_kernel_the_stock_launcher_launches_always_takes_tritons_path(switched):
+    """A hit hands the launcher the data_ptr() its key read, which Triton's stock launcher would
+    take unchecked (it checks tensors, not ints): kernels it launches are never recorded, so
+    every call takes Triton's path, counted as a fallback."""
+    triton_, _, args = switched
+    triton_.stock_launcher = True
+    fast_dispatch.enable()
+    reason = "a kernel Triton's stock launcher launches"
+    before, hits, misses = fast_dispatch._fallbacks[reason], fast_dispatch.stats()["hits"], fast_dispatch.stats()["misses"]
+    for _ in range(3):
+        guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)
+    assert triton_.runs == 3 and fast_dispatch.stats()["hits"] == hits and fast_dispatch.stats()["misses"] == misses
+    assert fast_dispatch._fallbacks[reason] == before + 3
+
+
+def test_kernel_grid_leaves_a_run_set_by_the_user_and_another_getitem_in_charge(switched):
+    """kernel[grid] is the guard's call only where the guard's run is the kernel's run: a run
+    the user set on the kernel is what kernel[grid] calls, as with Triton's own __getitem__; a
+    __getitem__ something else put on JITFunction before enable() stays, and disable() leaves
+    one set while the guard was on."""
+    import functools
+
+    triton_, jit_cls, args = switched
+    fast_dispatch.enable()
+    guard_kernel[(1,)](*args, BLOCK=64)
+    calls = []
+    user_run = guard_kernel.__dict__["run"]
+    guard_kernel.run = lambda *a, **kw: calls.append(1) or user_run(*a, **kw)
+    guard_kernel[(1,)](*args, BLOCK=64)
+    assert calls == [1] and not isinstance(guard_kernel[(1,)], functools.partial)
+    fast_dispatch.disable()
+    assert guard_kernel.__dict__["run"] is not user_run, "disable() took away the user's run"
+    _forget_guard(guard_kernel)
+
+    def other(self, grid):
+        return lambda *a, **kw: self.run(*a, grid=grid, warmup=False, **kw)
+
+    jit_cls.__getitem__ = other
+    try:
+        fast_dispatch.enable()
+        assert jit_cls.__dict__["__getitem__"] is other
+        fast_dispatch.disable()
+        assert jit_cls.__dict__["__getitem__"] is other
+        fast_dispatch.enable()
+        jit_cls.__getitem__ = mine = lambda self, grid: other(self, grid)  # noqa: E731
+        fast_dispatch.disable()
+        assert jit_cls.__dict__["__getitem__"] is mine
+    finally:
+        fast_dispatch.disable()
+        del jit_cls.__getitem__
