@@ -112,7 +112,7 @@ _LONG_INTS = [_INT_KEYS[(1, neg, d)] for neg in (False, True) for d in (False, T
 
 def key_of_int(v):
     """key_of for a parameter every variant takes as an integer (or specialized from one); the
-    generated call inlines the i32 case (BundleKernel._generate), with the same keys."""
+    generated call inlines the i32 and i64 cases (BundleKernel._generate), with the same keys."""
     if v.__class__ is int and _I32_LO <= v <= _I32_HI:
         if v == 1:
             return _ONE

@@ -243,8 +243,8 @@ class CudaLauncher:
 
     @classmethod
     def _make_hot(cls):
-        """Launches of this shape go through its generated code from now on (the code may exist
-        already: the fast dispatch binds it for its hits)."""
+        """Launches of this shape go through its generated code from now on, whether or not
+        that code was generated before."""
         cls.__call__ = cls._generated("launch")
 
 

@@ -325,7 +325,8 @@ def _direct(run, packed_metadata):
     if isinstance(run, CudaLauncher) and packed_metadata == run.spec.packed_metadata:
         return run.direct()
 
-    def direct(gx, gy, gz, stream, function, *args):  # another launcher (the stock one)
+    # another launcher that checks its pointers (a stand-in in the CPU tests), or other metadata
+    def direct(gx, gy, gz, stream, function, *args):
         run(gx, gy, gz, stream, function, packed_metadata, None, None, None, *args)
 
     return direct
