@@ -351,11 +351,17 @@ GUARD_BODY = '''\
         return _lg_fallback(str(_lg_reason), grid, False, _lg_options, ({names}))
     except TypeError:
         return _lg_fallback("an argument that cannot be a key (unhashable)", grid, False, _lg_options, ({names}))
-    if _lg_e is None:
-        return _lg_miss(_lg_key, _lg_dev, grid, _lg_options, ({names}))
-    _lg_hash, _lg_kc, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd = _lg_e
-    if _lg_hash is not _lg_JIT.hash or _lg_kc is not (_lg_JIT.device_caches.get(_lg_dev) or _lg_NO_CACHES)[0]:
-        return _lg_miss(_lg_key, _lg_dev, grid, _lg_options, ({names}))
+    if _lg_e is not None:
+        _lg_hash, _lg_kc, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd = _lg_e
+        if _lg_hash is _lg_JIT.hash and _lg_kc is (_lg_JIT.device_caches.get(_lg_dev) or _lg_NO_CACHES)[0]:
+            _lg_HITS[0] += 1
+        else:  # the kernel's source changed, or its cache was cleared
+            _lg_e = None
+    if _lg_e is None:  # a miss: the kernel Triton's cache holds for this call, else Triton's path
+        _lg_e = _lg_recall(_lg_key, _lg_dev, _lg_options, ({names}))
+        if _lg_e is None:
+            return _lg_miss(_lg_key, _lg_dev, grid, _lg_options, ({names}))
+        _lg_hash, _lg_kc, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd = _lg_e
     if _lg_JIT.used_global_vals:
         _lg_check_globals(_lg_JIT)
     if grid.__class__ is tuple:
@@ -366,7 +372,6 @@ GUARD_BODY = '''\
         _lg_g = grid
     _lg_n = len(_lg_g)
     _lg_stream = _lg_STREAM(_lg_dev)
-    _lg_HITS[0] += 1
     _lg_enter, _lg_leave = _lg_RT.launch_enter_hook, _lg_RT.launch_exit_hook
     if _lg_enter.__class__ is _lg_HOOK_CHAIN and not _lg_enter.calls and \\
             _lg_leave.__class__ is _lg_HOOK_CHAIN and not _lg_leave.calls:  # Triton's empty default hooks

@@ -203,6 +203,8 @@ class Guard:
         self.original = original
         self._getters = (device, stream)
         self.entries: dict = {}
+        self._stock: dict = {}  # keys whose kernel Triton's stock launcher launches -> the kernel's hash
+        self._find = A.cached_kernel_finder()
         self._ns, self._settled, self.call = None, False, None
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
@@ -257,7 +259,8 @@ class Guard:
             "_lg_JIT": self.jit, "_lg_RT": A.runtime_knobs(), "_lg_STREAM": stream,
             "_lg_DEVICE": A.fast_device_getter(device),
             "_lg_ENTRIES": self.entries, "_lg_NoKey": NoKey,
-            "_lg_fallback": self._fallback, "_lg_miss": self._miss, "_lg_NO_CACHES": _NO_CACHES,
+            "_lg_fallback": self._fallback, "_lg_miss": self._miss, "_lg_recall": self._recall,
+            "_lg_NO_CACHES": _NO_CACHES,
             "_lg_redispatch": self._redispatch, "_lg_LIVE": False,
             "_lg_check_globals": A.check_used_globals, "_lg_HOOK_CHAIN": A.hook_chain_type(),
             "_lg_HITS": _hits, "_lg_classify": classify, "_lg_TENSOR": tensor,
@@ -297,26 +300,61 @@ class Guard:
     def _redispatch(self, grid, options, values):
         return self.jit.run(*values, grid=grid, warmup=False, **options)
 
+    def _recall(self, key, device, options, values):
+        """A miss: the entry of the kernel Triton's cache holds for this call, found as Triton's
+        run finds it and recorded for the key (the generated code then launches it as a hit:
+        Triton's path would launch the same kernel with the same arguments). None where Triton
+        has not compiled it, or where Triton's stock launcher launches it: Triton's path then."""
+        if self._stock.get(key, _NO_CACHES) is self.jit.hash:
+            return None
+        kernel = self._find(self.jit, device, values, options)
+        if kernel is None:
+            return None
+        if not self._settled:
+            self._settle()
+        entry = self._record(key, device, kernel, A.compiled_launch(kernel))
+        if entry is not None:
+            _misses[0] += 1
+        return entry
+
     def _miss(self, key, device, grid, options, values):
+        """A miss Triton's cache cannot answer: Triton's full path (it compiles), then the kernel
+        it chose is recorded for the key."""
         kernel = self.original(self.jit, *values, grid=grid, warmup=False, **options)
         if not self._settled:
             self._settle()
+        run = getattr(kernel, "_run", None)  # Triton launched it: its launcher is made
+        launch = (run, getattr(kernel, "function", None)) if run is not None else None
+        if self._record(key, device, kernel, launch) is None and self._stock.get(key, _NO_CACHES) is self.jit.hash:
+            _fallbacks["a kernel Triton's stock launcher launches"] += 1
+        else:
+            _misses[0] += 1
+        return kernel
+
+    def _record(self, key, device, kernel, launch):
+        """Record `kernel` (a CompiledKernel; launch: its (launcher, function handle)) for `key`
+        and return the entry the generated code unpacks; None where it cannot be recorded. A
+        kernel that Triton's stock launcher launches is remembered as such (Triton's path takes
+        its calls)."""
         jit = self.jit
         caches = jit.device_caches.get(device)
-        run = getattr(kernel, "_run", None)
-        if run is not None and not getattr(run, "checks_pointers", False):
+        if launch is None or caches is None or jit.hash is None or not launch[1]:
+            return None
+        run, function = launch
+        if not getattr(run, "checks_pointers", False):
             # A hit hands the launcher the data_ptr() its key read: only a launcher that checks
             # every pointer itself may take it (Triton's stock one checks tensors, not ints).
-            _fallbacks["a kernel Triton's stock launcher launches"] += 1
-            return kernel
-        _misses[0] += 1
-        if run is not None and caches is not None and jit.hash is not None and getattr(kernel, "function", None):
-            with _lock:
-                if len(self.entries) >= 1024:
-                    self.entries.clear()
-                self.entries[key] = (jit.hash, caches[0], kernel, run, _direct(run, kernel.packed_metadata),
-                                     kernel.function, kernel.packed_metadata)
-        return kernel
+            if len(self._stock) >= 1024:
+                self._stock.clear()
+            self._stock[key] = jit.hash
+            return None
+        entry = (jit.hash, caches[0], kernel, run, _direct(run, kernel.packed_metadata), function,
+                 kernel.packed_metadata)
+        with _lock:
+            if len(self.entries) >= 1024:
+                self.entries.clear()
+            self.entries[key] = entry
+        return entry
 
 
 def _direct(run, packed_metadata):

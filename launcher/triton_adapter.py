@@ -415,10 +415,58 @@ def dispatch_knobs() -> list:
     from triton import knobs
 
     runtime, compilation = knobs.runtime, knobs.compilation
-    out = [(runtime, "debug"), (compilation, "instrumentation_mode")]
-    if hasattr(type(compilation), "fpsan_homomorphic_casts"):
+    out = [(runtime, "debug"), (compilation, "instrumentation_mode")]  # debug first (cached_kernel_finder)
+    # 3.9's: a descriptor on the class (hasattr on the class would call it, and it fails there)
+    if any("fpsan_homomorphic_casts" in vars(c) for c in type(compilation).__mro__):
         out.append((compilation, "fpsan_homomorphic_casts"))
     return out
+
+
+def cached_kernel_finder():
+    """find(jit_fn, device, values, options): the CompiledKernel that JITFunction.run would
+    launch for the call `values` (every parameter's argument, in order) with keywords `options`
+    on `device`, where Triton's cache holds it. It is found as run finds it on 3.6 to 3.9: the
+    dispatch knobs into the keywords, the device's binder, compute_cache_key, the device's kernel
+    cache. None where Triton has not compiled it, where it is still compiling, or where the call
+    is one that run refuses (run then compiles, or raises its own error). Nothing is launched,
+    compiled or hooked: the caller has seen that the kernel has no pre-run hooks and that no
+    stages-inspection hook is set."""
+    from triton.runtime.jit import compute_cache_key
+
+    knobs = dispatch_knobs()
+    debug_knob = knobs[0][0]
+    others = knobs[1:]
+
+    def find(jit_fn, device, values: tuple, options: dict):
+        caches = jit_fn.device_caches.get(device)
+        if caches is None:
+            return None
+        kernel_cache, key_cache, _target, _backend, binder = caches
+        kwargs = dict(options)  # run's own first lines
+        kwargs["debug"] = kwargs.get("debug", jit_fn.debug) or debug_knob.debug
+        for holder, attr in others:
+            kwargs[attr] = getattr(holder, attr)
+        try:
+            _bound, specialization, opts = binder(*values, **kwargs)
+            kernel = kernel_cache.get(compute_cache_key(key_cache, specialization, opts))
+        except Exception:  # run raises it, with its own message
+            return None
+        if kernel is None or hasattr(kernel, "result"):  # a future of an asynchronous compile
+            return None
+        return kernel
+
+    return find
+
+
+def compiled_launch(kernel):
+    """(launcher, function handle) of a CompiledKernel, loading it on the current device where
+    Triton has not yet (as its first launch would); None where loading fails (Triton's own
+    path then raises the error)."""
+    try:
+        run = kernel.run
+        return run, kernel.function
+    except Exception:
+        return None
 
 
 def device_and_stream_getters() -> tuple:

@@ -77,6 +77,7 @@ class CpuDriver:
             params = real.dry_run(gx, gy, gz, stream, function, kernel_metadata, launch_metadata, enter, exit_, *args)
             self.launches.append(Launch(metadata.name, real.spec, (gx, gy, gz), params))
 
+        launch.checks_pointers = real.checks_pointers  # it is launcher's own launcher (a dry run of it)
         return launch
 
 

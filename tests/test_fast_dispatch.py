@@ -33,8 +33,13 @@ def guard_kernel(x, n, m, k, scale, t, opt, BLOCK: tl.constexpr):
 class CpuTriton:
     """Triton's JITFunction.run on the CPU: its key chooses the kernel; the launch is a dry run."""
 
-    def __init__(self):
+    def __init__(self, *kernels):
+        """kernels: JIT functions whose Triton caches start empty (another CpuTriton's kernels
+        would launch into that one's records)."""
         from triton.backends.compiler import GPUTarget
+
+        for k in kernels:
+            k.device_caches.clear()
         from triton.compiler import make_backend
 
         self.target = GPUTarget("cuda", 90, 32)
@@ -50,7 +55,7 @@ class CpuTriton:
         kwargs = dict(kwargs)
         kwargs["debug"] = kwargs.get("debug", jit.debug) or triton.knobs.runtime.debug
         kwargs["instrumentation_mode"] = triton.knobs.compilation.instrumentation_mode
-        if hasattr(type(triton.knobs.compilation), "fpsan_homomorphic_casts"):
+        if "fpsan_homomorphic_casts" in vars(type(triton.knobs.compilation)):  # 3.9
             kwargs["fpsan_homomorphic_casts"] = triton.knobs.compilation.fpsan_homomorphic_casts
         binder = create_function_from_signature(jit.signature, jit.params, self.backend)
         bound, specialization, options = binder(*args, **kwargs)
@@ -67,8 +72,11 @@ class CpuTriton:
             kernel = self.kernels[key] = Compiled(ck, key, self)
         jit.cache_key  # Triton computes the kernel's hash when it compiles
         caches = jit.device_caches.get(0)
-        if caches is None:  # Triton's kernel cache: one dict per device, until it is cleared
-            caches = jit.device_caches[0] = ({}, None, None, None, None)
+        if caches is None:  # Triton's caches of one device, as JITFunction.run reads them, until cleared
+            from triton.runtime.jit import create_function_from_signature
+
+            binder = create_function_from_signature(jit.signature, jit.params, self.backend)
+            caches = jit.device_caches[0] = ({}, {}, self.target, self.backend, binder)
         caches[0][key] = kernel
         if not warmup:
             g = grid(bound) if callable(grid) else grid
@@ -92,6 +100,10 @@ class Compiled:
         if not triton_.stock_launcher:
             run.checks_pointers = True  # it stands for launcher's own launcher (a dry run of it)
         self._run = run
+
+    @property
+    def run(self):
+        return self._run
 
     def launch_metadata(self, grid, stream, *args):
         return None
@@ -120,7 +132,7 @@ EXAMPLES = {"no example": None,
 
 @pytest.fixture(scope="module", params=list(EXAMPLES))
 def cpu_module(request):
-    triton_ = CpuTriton()
+    triton_ = CpuTriton(guard_kernel)
     guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA,
                   example=EXAMPLES[request.param])
     yield triton_, guard
@@ -163,7 +175,7 @@ def no_params():
 
 
 def test_a_kernel_without_parameters_is_guarded():
-    triton_ = CpuTriton()
+    triton_ = CpuTriton(no_params)
     guard = Guard(no_params, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
     try:
         first = guard.run(grid=(1,), warmup=False)
@@ -185,11 +197,72 @@ def test_a_repeated_call_hits_without_triton(cpu):
     assert triton_.runs == runs and fast_dispatch.stats()["hits"] == hits + 5
 
 
+def test_a_miss_triton_has_compiled_is_launched_from_its_cache(cpu):
+    """A call the guard has no record for, of a specialization Triton has compiled (here through
+    Triton's path with the guard bypassed), is found in Triton's cache as Triton's run finds it:
+    Triton's run does not run, the launch packs the bytes Triton's path packed, it counts as a
+    miss, and the next call hits."""
+    triton_, guard = cpu
+    x = FakeTensor(A1, tl.float32)
+    args = (x, 48, 1, 1, 0.5, (x, 16), None)  # BLOCK=256: a key no other test of the module makes
+    triton_.run(guard_kernel, *args, grid=(3,), warmup=False, BLOCK=256)
+    runs, want = triton_.runs, triton_.launched[-1]
+    misses, hits = fast_dispatch.stats()["misses"], fast_dispatch.stats()["hits"]
+    kernel = guard.run(*args, grid=(3,), warmup=False, BLOCK=256)
+    assert triton_.runs == runs, "a miss Triton's cache answers ran Triton's path"
+    assert triton_.launched[-1] == want and kernel.key == want[0]
+    assert fast_dispatch.stats()["misses"] == misses + 1 and fast_dispatch.stats()["hits"] == hits
+    guard.run(*args, grid=(3,), warmup=False, BLOCK=256)
+    assert triton_.runs == runs and fast_dispatch.stats()["hits"] == hits + 1
+    assert triton_.launched[-1] == want
+
+
+@triton.jit
+def recall_kernel(x, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x + offs, tl.load(x + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def test_a_miss_finds_what_tritons_own_run_would_launch():
+    """With Triton's own JITFunction.run (its driver on the CPU: launches are dry runs of
+    launcher's launcher): a miss of a specialization that warmup() or Triton's path compiled is
+    launched from Triton's own cache with the bytes Triton's path launches, without Triton's run;
+    a specialization Triton has not compiled takes Triton's path (it compiles)."""
+    from cpu_triton import cpu_triton
+
+    jit_run = fast_dispatch.A.jit_function_class().run
+    runs = []
+
+    def original(self, *args, **kwargs):
+        runs.append(kwargs.get("warmup"))
+        return jit_run(self, *args, **kwargs)
+
+    with cpu_triton(90, recall_kernel) as d:
+        x = FakeTensor(A0, tl.float32)
+        jit_run(recall_kernel, x, 1000, grid=(2,), warmup=False, BLOCK=64)  # Triton's path, no guard
+        recall_kernel.warmup(x, 32, grid=(2,), BLOCK=64)  # compiled, never launched
+        want_1000 = d.launches[-1].params
+        guard = Guard(recall_kernel, original, device=d.get_current_device, stream=d.get_current_stream)
+        try:
+            guard.run(x, 1000, grid=(2,), warmup=False, BLOCK=64)
+            guard.run(x, 32, grid=(2,), warmup=False, BLOCK=64)
+            assert runs == [] and [launch.params for launch in d.launches[-2:]][0] == want_1000
+            got_32 = d.launches[-1].params
+            jit_run(recall_kernel, x, 32, grid=(2,), warmup=False, BLOCK=64)
+            assert got_32 == d.launches[-1].params, "the guard launched other bytes than Triton's path"
+            guard.run(x, 1, grid=(2,), warmup=False, BLOCK=64)  # n == 1 is not compiled: Triton's path
+            assert runs == [False]
+            guard.run(x, 1, grid=(2,), warmup=False, BLOCK=64)  # recorded: a hit
+            assert runs == [False]
+        finally:
+            _forget_guard(recall_kernel)
+
+
 @pytest.fixture
 def switched(monkeypatch):
     """JITFunction.run played by CpuTriton, the guard off and guard_kernel without one: the
     test switches the guard on and off. Yields (CpuTriton, JITFunction class, arguments)."""
-    triton_ = CpuTriton()
+    triton_ = CpuTriton(guard_kernel)
     monkeypatch.setattr(fast_dispatch.A, "device_and_stream_getters", lambda: (_device0, _stream0))
     jit_cls = fast_dispatch.A.jit_function_class()
     monkeypatch.setattr(jit_cls, "run", lambda self, *a, **kw: triton_.run(self, *a, **kw))
@@ -226,8 +299,10 @@ def test_a_guard_sleeps_through_disable_and_comes_back_with_its_records(switched
     fast_dispatch.disable()
     monkeypatch.setattr(fast_dispatch.A, "device_and_stream_getters", lambda: (lambda: 0, _stream0))
     fast_dispatch.enable()  # another device getter: the dormant guard is out of date
-    guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)
-    assert guard_kernel.__dict__[fast_dispatch._GUARD] is not guard and triton_.runs == 3
+    misses = fast_dispatch.stats()["misses"]
+    guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)  # a new guard's miss, from Triton's cache
+    assert guard_kernel.__dict__[fast_dispatch._GUARD] is not guard and triton_.runs == 2
+    assert fast_dispatch.stats()["misses"] == misses + 1
 
 
 def _device0():
@@ -286,6 +361,15 @@ def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
         assert triton_.runs == runs + 4
     finally:
         triton.knobs.runtime.debug = saved
+    if "fpsan_homomorphic_casts" in vars(type(triton.knobs.compilation)):  # 3.9's knob in its cache key
+        saved = triton.knobs.compilation.fpsan_homomorphic_casts
+        try:
+            triton.knobs.compilation.fpsan_homomorphic_casts = not saved
+            call()
+            assert triton_.runs == runs + 5
+        finally:
+            triton.knobs.compilation.fpsan_homomorphic_casts = saved
+        runs += 1
     guard_kernel.pre_run_hooks.append(lambda *a, **k: None)
     try:
         before = dict(fast_dispatch._fallbacks)
@@ -355,7 +439,7 @@ def test_tensors_in_tuples_keyed_inline_choose_what_triton_chooses(monkeypatch, 
     import types
 
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTensor, cuda=types.SimpleNamespace()))
-    triton_ = CpuTriton()
+    triton_ = CpuTriton(guard_kernel)
     guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA, example=EXAMPLES[example])
     try:
         assert guard._made_with[3] is FakeTensor
@@ -396,7 +480,7 @@ def test_torch_imported_after_the_guard_was_made_keys_tensors_inline_after_a_mis
     import types
 
     monkeypatch.setitem(sys.modules, "torch", None)  # not imported
-    triton_ = CpuTriton()
+    triton_ = CpuTriton(guard_kernel)
     guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
     try:
         assert guard.run.__globals__["_lg_TENSOR"] is fast_dispatch._NoTensor
@@ -480,3 +564,16 @@ def test_kernel_grid_leaves_a_run_set_by_the_user_and_another_getitem_in_charge(
     finally:
         fast_dispatch.disable()
         del jit_cls.__getitem__
+
+
+def test_the_knobs_in_the_key_are_those_tritons_run_reads():
+    """The guard's key and its lookup of Triton's cache read the knobs JITFunction.run puts into
+    the keywords of its cache key, on this release: read out of run's own source."""
+    import inspect
+    import re
+
+    source = inspect.getsource(fast_dispatch.A.jit_function_class().run)
+    read = re.findall(r'kwargs\["(\w+)"\] = .*?knobs\.(\w+)\.(\w+)', source)
+    assert read and all(name == attr for name, _, attr in read)
+    want = [(getattr(triton.knobs, holder), attr) for _, holder, attr in read]
+    assert [(h, a) for h, a in fast_dispatch.A.dispatch_knobs()] == want
