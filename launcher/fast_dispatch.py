@@ -14,7 +14,7 @@ Triton would choose:
 Anything else (tensor descriptors, unknown types) gives no key and the call takes Triton's path.
 
 While the guard is on, JITFunction.__getitem__ binds the grid to the guard's generated `call`
-(one partial, where Triton builds a lambda that calls run with keywords), and JITFunction.run
+(a bound method, where Triton builds a lambda that calls run with keywords), and JITFunction.run
 is the guard's `run` (what autotuners, heuristics and warmup() call).
 
 On a hit the guard launches the compiled kernel recorded for that key, through its launcher:
@@ -29,9 +29,9 @@ stages-inspection hook send calls to Triton's path. Under @triton.autotune and
 from __future__ import annotations
 
 import collections
-import functools
 import sys
 import threading
+import types
 import weakref
 
 from launcher import codegen, triton_adapter as A
@@ -48,7 +48,7 @@ _hits = [0]  # every guard's hits (the generated code counts here): the counters
 _NO_CACHES = (None,)
 _GUARD = "_launcher_guard"  # where a JITFunction keeps its guard while the guard is off
 _CALL = "_launcher_call"  # where an attached guard keeps the `call` that kernel[grid] returns
-_partial = functools.partial
+_bind = types.MethodType  # call bound to a grid: cheaper to make and to call than a partial
 
 
 class NoKey(Exception):
@@ -108,8 +108,8 @@ def _getitem(self, grid):
     first run puts a guard in front, a run set on the kernel by its user stays in charge)."""
     d = self.__dict__
     call = d.get(_CALL)
-    if call is not None and d.get("run") is call[0]:
-        return _partial(call[1], grid)
+    if call is not None and d.get("run") is call[0] and grid is not None:
+        return _bind(call[1], grid)
     return _triton_getitem[0](self, grid)
 
 

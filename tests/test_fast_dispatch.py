@@ -6,6 +6,7 @@ the CPU for exactly that specialization, and "launching" it records the bytes it
 pack (a dry run). Over generated calls the guard, in front of it, must launch the kernel
 Triton's key chooses, with the bytes Triton's path packs, whether the call hits or misses."""
 import collections
+import types
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -318,7 +319,6 @@ def test_kernel_grid_binds_the_grid_to_the_guard_and_follows_disable(switched):
     kernel's first run put a guard in front of it); a hit launches the bytes Triton's path
     launched. After disable(), JITFunction.__getitem__ is Triton's again and a kernel[grid]
     taken earlier dispatches through Triton's path."""
-    import functools
 
     triton_, jit_cls, args = switched
     own_getitem = jit_cls.__dict__.get("__getitem__")
@@ -327,7 +327,7 @@ def test_kernel_grid_binds_the_grid_to_the_guard_and_follows_disable(switched):
     guard = guard_kernel.__dict__[fast_dispatch._GUARD]
     assert triton_.runs == 1
     bound = guard_kernel[(2,)]
-    assert isinstance(bound, functools.partial) and bound.func is guard.call and bound.args == ((2,),)
+    assert isinstance(bound, types.MethodType) and bound.__func__ is guard.call and bound.__self__ == (2,)
     hits = fast_dispatch.stats()["hits"]
     bound(*args, BLOCK=64)
     assert triton_.runs == 1 and fast_dispatch.stats()["hits"] == hits + 1
@@ -336,7 +336,7 @@ def test_kernel_grid_binds_the_grid_to_the_guard_and_follows_disable(switched):
     assert jit_cls.__dict__.get("__getitem__") is own_getitem
     bound(*args, BLOCK=64)  # taken while on, called after: Triton's own dispatch
     assert triton_.runs == 2 and fast_dispatch.stats()["hits"] == hits + 1
-    assert not isinstance(guard_kernel[(2,)], functools.partial)
+    assert not isinstance(guard_kernel[(2,)], types.MethodType)
 
 
 def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
@@ -534,8 +534,6 @@ def test_kernel_grid_leaves_a_run_set_by_the_user_and_another_getitem_in_charge(
     the user set on the kernel is what kernel[grid] calls, as with Triton's own __getitem__; a
     __getitem__ something else put on JITFunction before enable() stays, and disable() leaves
     one set while the guard was on."""
-    import functools
-
     triton_, jit_cls, args = switched
     fast_dispatch.enable()
     guard_kernel[(1,)](*args, BLOCK=64)
@@ -543,7 +541,7 @@ def test_kernel_grid_leaves_a_run_set_by_the_user_and_another_getitem_in_charge(
     user_run = guard_kernel.__dict__["run"]
     guard_kernel.run = lambda *a, **kw: calls.append(1) or user_run(*a, **kw)
     guard_kernel[(1,)](*args, BLOCK=64)
-    assert calls == [1] and not isinstance(guard_kernel[(1,)], functools.partial)
+    assert calls == [1] and not isinstance(guard_kernel[(1,)], types.MethodType)
     fast_dispatch.disable()
     assert guard_kernel.__dict__["run"] is not user_run, "disable() took away the user's run"
     _forget_guard(guard_kernel)
