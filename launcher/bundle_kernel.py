@@ -27,6 +27,7 @@ import functools
 import logging
 import sys
 import threading
+import types
 import weakref
 
 from launcher import allocation, codegen, driver
@@ -57,10 +58,13 @@ REQUIRED = _Required()
 _I32_LO, _I32_HI = S.INT_RANGES["i32"]
 _I64_LO, _I64_HI = S.INT_RANGES["i64"]
 _U64_HI = S.INT_RANGES["u64"][1]
-_ONE = ("int", "one")
-_INT_KEYS = {(c, neg, d): ("int", c, neg, d) for c in range(4) for neg in (False, True) for d in (False, True)}
-_FLOAT = ("float",)
-_NONE = ("none",)
+# Keys of the commonest arguments are strings: a call's key is a tuple of one key per argument,
+# hashed on every launch, and a string's hash is computed once (a tuple's, every time).
+_ONE = "int: one"
+_INT_KEYS = {(c, neg, d): f"int: range {c}{', negative' if neg else ''}{', divisible by 16' if d else ''}"
+             for c in range(4) for neg in (False, True) for d in (False, True)}
+_FLOAT = "float"
+_NONE = "none"
 
 
 def key_of(v):
@@ -355,7 +359,9 @@ class BundleKernel:
         return f"<bundled kernel {self.name} ({len(self._variants)} variants)>"
 
     def __getitem__(self, grid):
-        return functools.partial(self._call or self._generate(), grid)
+        if grid is None:
+            return functools.partial(self._call or self._generate(), grid)
+        return types.MethodType(self._call or self._generate(), grid)  # cheaper than a partial
 
     def _too_many(self, count, extra):
         raise TypeError(f"kernel {self.name!r} takes {count} positional arguments "
