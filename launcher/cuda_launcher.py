@@ -20,6 +20,7 @@ parameter, before any hook or driver call.
 from __future__ import annotations
 
 import collections.abc
+import functools
 import logging
 import operator
 import struct
@@ -82,7 +83,7 @@ class CudaLauncher:
 
     def __new__(cls, src, metadata):
         try:
-            spec = triton_adapter.spec_from_triton(src, metadata)
+            shape = triton_adapter.shape_spec(src, metadata)
         except (triton_adapter.UnsupportedKernel, S.UnsupportedSignature) as e:
             stock = cls.stock_launcher_cls
             name = getattr(metadata, "name", "?")
@@ -92,8 +93,19 @@ class CudaLauncher:
                     "launcher is available to fall back to") from None
             log.debug("kernel %r: %s; using the stock Triton launcher", name, e)
             return stock(src, metadata)
-        return cls.from_spec(spec, global_allocator=triton_adapter.global_scratch_allocator,
-                             profile_allocator=triton_adapter.profile_scratch_allocator)
+        # A launch needs only the shape (its class); the kernel's own spec is made on first use.
+        self = object.__new__(shape_class(shape))
+        self._triton = (shape, src, metadata)
+        self.name = metadata.name
+        self.global_allocator = triton_adapter.global_scratch_allocator
+        self.profile_allocator = triton_adapter.profile_scratch_allocator
+        return self
+
+    @functools.cached_property
+    def spec(self) -> S.LaunchSpec:
+        """This kernel's LaunchSpec. A launcher Triton made derives it from its shape's on first
+        use (the plan-driven packer, bind, dry runs, errors); from_spec sets it."""
+        return triton_adapter.kernel_spec(*self._triton)
 
     def __init__(self, *args, **kwargs):
         """Everything is set by from_spec (Triton calls __init__ after __new__ returns)."""
@@ -206,7 +218,7 @@ class CudaLauncher:
         the spec's own, or one made (once) for other values, which Triton never passes but a
         direct caller may."""
         cls = type(self)
-        if kernel_metadata == self.spec.packed_metadata:
+        if kernel_metadata == cls.packed_metadata:
             return cls._plan
         md = arguments.check_kernel_metadata(self.spec, kernel_metadata)
         plan = cls._other_plans.get(md)
@@ -346,6 +358,7 @@ def _make_shape_class(spec) -> type:
         "GLOBAL_ALIGN": spec.global_scratch[1], "PROFILE_ALIGN": spec.profile_scratch[1],
     }
     attrs = {
+        "packed_metadata": spec.packed_metadata,  # what the shape's plan was made for (Triton passes it)
         "_spec": spec, "_plan": plan, "_other_plans": {}, "_lock": threading.Lock(), "_code": {},
         "_launches": 0, "_namespace": namespace, "_encoders": encoders,
         "_pack_all": staticmethod(pack_all),

@@ -360,7 +360,7 @@ class Guard:
 def _direct(run, packed_metadata):
     """What a hit without launch hooks calls, `(gx, gy, gz, stream, function, *args)`, to
     launch through `run` (a compiled kernel's launcher, called with `packed_metadata`)."""
-    if isinstance(run, CudaLauncher) and packed_metadata == run.spec.packed_metadata:
+    if isinstance(run, CudaLauncher) and packed_metadata == run.packed_metadata:
         return run.direct()
 
     # another launcher that checks its pointers (a stand-in in the CPU tests), or other metadata

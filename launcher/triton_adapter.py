@@ -163,15 +163,19 @@ _templates: dict = {}  # what metadata says of a spec's shape -> a spec of that 
 def spec_from_triton(src, metadata) -> S.LaunchSpec:
     """The LaunchSpec of a kernel Triton compiled: `src` is the ASTSource or IRSource Triton
     hands a launcher, `metadata` its KernelMetadata. Raises UnsupportedKernel (or
-    UnsupportedSignature) for kernels the stock launcher must take.
+    UnsupportedSignature) for kernels the stock launcher must take."""
+    return kernel_spec(shape_spec(src, metadata), src, metadata)
 
-    Specs of one shape (signature and launch configuration) are made once; a kernel of a shape
-    seen before costs a lookup and its names and assumptions."""
+
+def shape_spec(src, metadata) -> S.LaunchSpec:
+    """The spec of the shape (signature and launch configuration) of a kernel Triton compiled:
+    made once per shape, from the first kernel of that shape, and the template every kernel of
+    the shape derives its own spec from (kernel_spec). A kernel of a shape seen before costs a
+    lookup. Raises as spec_from_triton does."""
     md = metadata
     reason = unsupported_reason(md)
     if reason is not None:
         raise UnsupportedKernel(reason)
-    names = arg_names(src)
     types = tuple(src.signature.values())
     metas = getattr(md, "tensordesc_meta", None) or ()
     try:
@@ -180,15 +184,22 @@ def spec_from_triton(src, metadata) -> S.LaunchSpec:
     except TypeError:  # a signature holding lists: no template, plan it anew
         key, template = None, None
     if template is None:
-        template = _new_spec(md, names, types, metas)
+        template = _new_spec(md, arg_names(src), types, metas)
         template.shape_key  # computed once: every spec derived from the template shares it
         if key is not None:
             if len(_templates) >= 4096:
                 _templates.clear()
             _templates[key] = template
+    return template
+
+
+def kernel_spec(template, src, metadata) -> S.LaunchSpec:
+    """The spec of one kernel of `template`'s shape (shape_spec): its name, argument names,
+    target and what the compiler assumed of its arguments."""
+    names = arg_names(src)
     aligned, constants = assumptions(src, names)
-    arch = getattr(getattr(md, "target", None), "arch", None)
-    return template.derive(kernel=md.name, arg_names=names, arch=arch if isinstance(arch, int) else None,
+    arch = getattr(getattr(metadata, "target", None), "arch", None)
+    return template.derive(kernel=metadata.name, arg_names=names, arch=arch if isinstance(arch, int) else None,
                            aligned=aligned, constants=constants)
 
 

@@ -218,6 +218,18 @@ def test_kernels_of_one_shape_share_a_class_and_keep_their_names():
         la.dry_run(*base, 0, "not a pointer", 0, 1, 1024)
 
 
+def test_a_launcher_triton_makes_derives_its_own_spec_on_first_use():
+    """Construction costs the lookup of the shape (a launch needs nothing more); the kernel's own
+    spec (its names, target and assumptions) is made when first asked for, and it is the spec
+    spec_from_triton makes."""
+    a = C.BY_NAME["vector_add"].compile()
+    la = CudaLauncher(a.src, a.metadata)
+    assert "spec" not in la.__dict__ and la.name == "add_kernel"
+    assert la.spec == triton_adapter.spec_from_triton(a.src, a.metadata)
+    assert la.__dict__["spec"] is la.spec
+    assert la.packed_metadata == la.spec.packed_metadata
+
+
 def test_another_launch_configuration_is_another_shape():
     a = C.BY_NAME["vector_add"].compile()
     b = C.BY_NAME["num_ctas_2"].compile()
