@@ -134,9 +134,18 @@ class CudaLauncher:
     # -- the plan-driven path: a shape's first launches, and dry runs / packs while it is cold --
     def _pack_planned(self, grid_x, grid_y, grid_z, stream, function, kernel_metadata, args):
         """(plan, packed buffer, scratch allocations), every argument checked on the way."""
-        spec = self.spec
-        head = arguments.check_header(spec, grid_x, grid_y, grid_z, stream, function)
-        values = arguments.flat_values(spec, args, self._encoders)
+        # The checks need this kernel's own spec only for the names in their messages: where
+        # it is not made yet, the shape's checks, and this kernel's where they refuse.
+        spec = self.__dict__.get("spec") or type(self)._spec
+        try:
+            head = arguments.check_header(spec, grid_x, grid_y, grid_z, stream, function)
+            values = arguments.flat_values(spec, args, self._encoders)
+        except Exception:
+            if spec is self.spec:
+                raise
+            arguments.check_header(self.spec, grid_x, grid_y, grid_z, stream, function)
+            arguments.flat_values(self.spec, args, self._encoders)
+            raise  # not reached: the same rules refuse again, naming this kernel's parameter
         plan = self._plan_for(kernel_metadata)
         # Everything is checked: only now is scratch memory allocated.
         g_size, p_size = spec.global_scratch[0], spec.profile_scratch[0]

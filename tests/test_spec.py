@@ -216,6 +216,9 @@ def test_kernels_of_one_shape_share_a_class_and_keep_their_names():
         lb.dry_run(*base, 0, "not a pointer", 0, 1, 1024)
     with pytest.raises(TypeError, match="kernel 'add_kernel': parameter 'y_ptr'"):
         la.dry_run(*base, 0, "not a pointer", 0, 1, 1024)
+    lc = CudaLauncher(b.src, b.metadata)  # its own spec not made yet: the planned packer's refusal names its parameter
+    with pytest.raises(TypeError, match="kernel 'add_kernel_renamed': parameter 'y_p'"):
+        lc.dry_run_planned(*base, 0, "not a pointer", 0, 1, 1024)
 
 
 def test_a_launcher_triton_makes_derives_its_own_spec_on_first_use():
