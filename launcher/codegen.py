@@ -421,7 +421,7 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None):
     sig = []
     all_names = [p[0] for p in params]
     names_tuple = ", ".join(all_names) + ("," if len(all_names) == 1 else "")
-    fallback = f"return _lg_fallback(str({{k}}), grid, False, _lg_options, ({names_tuple}))"
+    fallback = f"return _lg_fallback({{k}}, grid, False, _lg_options, ({names_tuple}))"  # a class's NoKey
     for i, (pname, is_constexpr, specialize, align) in enumerate(params):
         a, k, d, v = pname, f"_lg_k{i}", f"_lg_d{i}", f"_lg_p{i}"
         sig.append(f"{a}=_lg_DEFAULT_{i}" if f"_lg_DEFAULT_{i}" in namespace else a)

@@ -42,7 +42,7 @@ from launcher.specialization import triton_type
 _lock = threading.Lock()
 _state: dict = {}  # while enabled: the original JITFunction.run
 _attached: "weakref.WeakSet" = weakref.WeakSet()  # the guards in front of their kernels now
-_fallbacks: collections.Counter = collections.Counter()
+_fallbacks: collections.Counter = collections.Counter()  # reason (a str, or a class's NoKey) -> count
 _misses = [0]
 _hits = [0]  # every guard's hits (the generated code counts here): the counters only grow
 _NO_CACHES = (None,)
@@ -96,7 +96,15 @@ def stats() -> dict:
     """Hits, misses and fallbacks (with their reasons) since the guard was first enabled; the
     counts only grow."""
     return {"enabled": enabled(), "guarded kernels": len(_attached), "hits": _hits[0], "misses": _misses[0],
-            "fallbacks": dict(_fallbacks)}
+            "fallbacks": fallback_counts()}
+
+
+def fallback_counts() -> dict:
+    """Fallbacks by reason, as text (the generated code counts a class's NoKey itself: no str() per call)."""
+    out: dict = {}
+    for reason, count in list(_fallbacks.items()):
+        out[str(reason)] = out.get(str(reason), 0) + count
+    return out
 
 
 _triton_getitem = [None]  # Triton's own JITFunction.__getitem__

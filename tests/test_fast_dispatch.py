@@ -5,7 +5,6 @@ Triton's own dispatch is played here by `CpuTriton`: Triton's binder and cache k
 the CPU for exactly that specialization, and "launching" it records the bytes its launcher would
 pack (a dry run). Over generated calls the guard, in front of it, must launch the kernel
 Triton's key chooses, with the bytes Triton's path packs, whether the call hits or misses."""
-import collections
 import types
 
 import pytest
@@ -372,10 +371,10 @@ def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
         runs += 1
     guard_kernel.pre_run_hooks.append(lambda *a, **k: None)
     try:
-        before = dict(fast_dispatch._fallbacks)
+        before = fast_dispatch.fallback_counts()
         call()
         assert triton_.runs == runs + 5
-        assert fast_dispatch._fallbacks["pre-run hooks or a stages hook"] == \
+        assert fast_dispatch.fallback_counts()["pre-run hooks or a stages hook"] == \
             before.get("pre-run hooks or a stages hook", 0) + 1
     finally:
         guard_kernel.pre_run_hooks.clear()
@@ -385,11 +384,11 @@ def test_an_unkeyable_argument_takes_tritons_path(cpu):
     triton_, guard = cpu
     x = FakeTensor(A0, tl.float32)
     runs = triton_.runs
-    before = collections.Counter(fast_dispatch._fallbacks)
+    before = fast_dispatch.fallback_counts()
     with pytest.raises(Exception):  # Triton's own path refuses a string: its error, not ours
         guard.run(x, "sixteen", 1, 1, 0.5, (x, 16), None, grid=(1,), warmup=False, BLOCK=64)
     assert triton_.runs == runs + 1
-    assert sum(fast_dispatch._fallbacks.values()) == sum(before.values()) + 1
+    assert sum(fast_dispatch.fallback_counts().values()) == sum(before.values()) + 1
 
 
 def test_the_generated_guard_is_visible():
@@ -464,11 +463,11 @@ def test_a_tensor_descriptor_falls_back_without_an_exception_after_the_first(cpu
 
     desc = FakeDescriptor()
     x = FakeTensor(A0, tl.float32)
-    before = fast_dispatch._fallbacks["a tensor descriptor"]
+    before = fast_dispatch.fallback_counts().get("a tensor descriptor", 0)
     for _ in range(3):
         with pytest.raises(Exception):  # Triton's own path refuses this stand-in: its error, not ours
             guard.run(x, 16, 1, 1, 0.5, (x, 16), desc, grid=(1,), warmup=False, BLOCK=64)
-    assert fast_dispatch._fallbacks["a tensor descriptor"] == before + 3
+    assert fast_dispatch.fallback_counts()["a tensor descriptor"] == before + 3
     assert fast_dispatch._NO_KEY_CLASSES[FakeDescriptor].args == ("a tensor descriptor",)
 
 
@@ -522,11 +521,11 @@ def test_a_kernel_the_stock_launcher_launches_always_takes_tritons_path(switched
     triton_.stock_launcher = True
     fast_dispatch.enable()
     reason = "a kernel Triton's stock launcher launches"
-    before, hits, misses = fast_dispatch._fallbacks[reason], fast_dispatch.stats()["hits"], fast_dispatch.stats()["misses"]
+    before, hits, misses = fast_dispatch.fallback_counts().get(reason, 0), fast_dispatch.stats()["hits"], fast_dispatch.stats()["misses"]
     for _ in range(3):
         guard_kernel.run(*args, grid=(1,), warmup=False, BLOCK=64)
     assert triton_.runs == 3 and fast_dispatch.stats()["hits"] == hits and fast_dispatch.stats()["misses"] == misses
-    assert fast_dispatch._fallbacks[reason] == before + 3
+    assert fast_dispatch.fallback_counts()[reason] == before + 3
 
 
 def test_kernel_grid_leaves_a_run_set_by_the_user_and_another_getitem_in_charge(switched):
