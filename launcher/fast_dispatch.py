@@ -20,8 +20,9 @@ is the guard's `run` (what autotuners, heuristics and warmup() call).
 On a hit the guard launches the compiled kernel recorded for that key, through its launcher:
 the grid is evaluated as Triton evaluates it, the stream is the current one, the globals the
 kernel used are checked, and the launch hooks run with Triton's launch metadata when they are
-set. On a miss the call takes Triton's full path, and the kernel Triton chose is recorded for
-the key. A change to the kernel's source (its hash), clearing its caches, pre-run hooks or a
+set. On a miss the guard looks in Triton's own cache as Triton's run does: a kernel Triton has
+compiled and loaded for the call is recorded for the key and launched as a hit would launch it;
+otherwise the call takes Triton's full path, and the kernel Triton chose is recorded. A change to the kernel's source (its hash), clearing its caches, pre-run hooks or a
 stages-inspection hook send calls to Triton's path. Under @triton.autotune and
 @triton.heuristics the guard sits beneath their own choice: they run as in Triton
 (reset_to_zero, restore_value and pre-hooks included) and call the guarded kernel.
@@ -312,7 +313,8 @@ class Guard:
         """A miss: the entry of the kernel Triton's cache holds for this call, found as Triton's
         run finds it and recorded for the key (the generated code then launches it as a hit:
         Triton's path would launch the same kernel with the same arguments). None where Triton
-        has not compiled it, or where Triton's stock launcher launches it: Triton's path then."""
+        has not compiled it, has not loaded it yet, or launches it with its stock launcher:
+        Triton's path then."""
         if self._stock.get(key, _NO_CACHES) is self.jit.hash:
             return None
         kernel = self._find(self.jit, device, values, options)
@@ -320,7 +322,7 @@ class Guard:
             return None
         if not self._settled:
             self._settle()
-        entry = self._record(key, device, kernel, A.compiled_launch(kernel))
+        entry = self._record(key, device, kernel, A.loaded_launch(kernel))
         if entry is not None:
             _misses[0] += 1
         return entry
@@ -331,8 +333,7 @@ class Guard:
         kernel = self.original(self.jit, *values, grid=grid, warmup=False, **options)
         if not self._settled:
             self._settle()
-        run = getattr(kernel, "_run", None)  # Triton launched it: its launcher is made
-        launch = (run, getattr(kernel, "function", None)) if run is not None else None
+        launch = A.loaded_launch(kernel)  # Triton launched it: it is loaded
         if self._record(key, device, kernel, launch) is None and self._stock.get(key, _NO_CACHES) is self.jit.hash:
             _fallbacks["a kernel Triton's stock launcher launches"] += 1
         else:

@@ -469,15 +469,13 @@ def cached_kernel_finder():
     return find
 
 
-def compiled_launch(kernel):
-    """(launcher, function handle) of a CompiledKernel, loading it on the current device where
-    Triton has not yet (as its first launch would); None where loading fails (Triton's own
-    path then raises the error)."""
-    try:
-        run = kernel.run
-        return run, kernel.function
-    except Exception:
-        return None
+def loaded_launch(kernel):
+    """(launcher, function handle) of a CompiledKernel that Triton has loaded; None where it has
+    not (its first launch loads it: that, with Triton's load hooks and errors, is left to
+    Triton's path), or where loading it failed."""
+    run = getattr(kernel, "_run", None)
+    function = getattr(kernel, "function", None)
+    return (run, function) if run is not None and function else None
 
 
 def device_and_stream_getters() -> tuple:

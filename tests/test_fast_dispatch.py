@@ -225,9 +225,10 @@ def recall_kernel(x, n, BLOCK: tl.constexpr):
 
 def test_a_miss_finds_what_tritons_own_run_would_launch():
     """With Triton's own JITFunction.run (its driver on the CPU: launches are dry runs of
-    launcher's launcher): a miss of a specialization that warmup() or Triton's path compiled is
-    launched from Triton's own cache with the bytes Triton's path launches, without Triton's run;
-    a specialization Triton has not compiled takes Triton's path (it compiles)."""
+    launcher's launcher): a miss of a specialization Triton's path has compiled and loaded is
+    launched from Triton's own cache with the bytes Triton's path launches, without Triton's run.
+    One that warmup() compiled but nothing loaded yet, and one never compiled, take Triton's path
+    (its first launch loads it, with Triton's hooks and errors), and are hits after."""
     from cpu_triton import cpu_triton
 
     jit_run = fast_dispatch.A.jit_function_class().run
@@ -239,21 +240,45 @@ def test_a_miss_finds_what_tritons_own_run_would_launch():
 
     with cpu_triton(90, recall_kernel) as d:
         x = FakeTensor(A0, tl.float32)
-        jit_run(recall_kernel, x, 1000, grid=(2,), warmup=False, BLOCK=64)  # Triton's path, no guard
-        recall_kernel.warmup(x, 32, grid=(2,), BLOCK=64)  # compiled, never launched
-        want_1000 = d.launches[-1].params
+        want = {}
+        for n in (1000, 32):  # Triton's path, no guard: two specializations, compiled and loaded
+            jit_run(recall_kernel, x, n, grid=(2,), warmup=False, BLOCK=64)
+            want[n] = d.launches[-1].params
+        recall_kernel.warmup(x, 1, grid=(2,), BLOCK=64)  # compiled, never loaded
         guard = Guard(recall_kernel, original, device=d.get_current_device, stream=d.get_current_stream)
         try:
-            guard.run(x, 1000, grid=(2,), warmup=False, BLOCK=64)
-            guard.run(x, 32, grid=(2,), warmup=False, BLOCK=64)
-            assert runs == [] and [launch.params for launch in d.launches[-2:]][0] == want_1000
-            got_32 = d.launches[-1].params
-            jit_run(recall_kernel, x, 32, grid=(2,), warmup=False, BLOCK=64)
-            assert got_32 == d.launches[-1].params, "the guard launched other bytes than Triton's path"
-            guard.run(x, 1, grid=(2,), warmup=False, BLOCK=64)  # n == 1 is not compiled: Triton's path
+            for n in (1000, 32):
+                guard.run(x, n, grid=(2,), warmup=False, BLOCK=64)
+                assert runs == [] and d.launches[-1].params == want[n], "not what Triton's path launched"
+            guard.run(x, 1, grid=(2,), warmup=False, BLOCK=64)  # compiled, not loaded: Triton's path
             assert runs == [False]
             guard.run(x, 1, grid=(2,), warmup=False, BLOCK=64)  # recorded: a hit
-            assert runs == [False]
+            assert runs == [False] and d.launches[-1].params == d.launches[-2].params
+            guard.run(x, 32, grid=(2,), warmup=False, BLOCK=128)  # never compiled: Triton's path
+            assert runs == [False, False]
+        finally:
+            _forget_guard(recall_kernel)
+
+
+def test_a_kernel_whose_load_fails_raises_tritons_error(monkeypatch):
+    """A kernel compiled by warmup() and not loaded yet is loaded by Triton's path, so a load
+    that fails raises Triton's error (with launch hooks unset too: nothing retries the load)."""
+    from cpu_triton import cpu_triton
+
+    jit_run = fast_dispatch.A.jit_function_class().run
+    with cpu_triton(90, recall_kernel) as d, triton.knobs.runtime.scope():
+        triton.knobs.runtime.launch_enter_hook = triton.knobs.runtime.launch_exit_hook = None
+        x = FakeTensor(A0, tl.float32)
+        recall_kernel.warmup(x, 32, grid=(2,), BLOCK=64)
+
+        def load_binary(*args):
+            raise RuntimeError("the cubin does not load")
+
+        monkeypatch.setattr(d.utils, "load_binary", load_binary)
+        guard = Guard(recall_kernel, jit_run, device=d.get_current_device, stream=d.get_current_stream)
+        try:
+            with pytest.raises(RuntimeError, match="the cubin does not load"):
+                guard.run(x, 32, grid=(2,), warmup=False, BLOCK=64)
         finally:
             _forget_guard(recall_kernel)
 
@@ -353,21 +378,15 @@ def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
     assert triton_.runs == runs + 2
     call(num_warps=8)  # another launch option is another key
     assert triton_.runs == runs + 3
-    saved = triton.knobs.runtime.debug
-    try:
+    with triton.knobs.runtime.scope():  # restores the knob and the environment it sets
         triton.knobs.runtime.debug = True  # a knob in Triton's cache key
         call()
         assert triton_.runs == runs + 4
-    finally:
-        triton.knobs.runtime.debug = saved
     if "fpsan_homomorphic_casts" in vars(type(triton.knobs.compilation)):  # 3.9's knob in its cache key
-        saved = triton.knobs.compilation.fpsan_homomorphic_casts
-        try:
-            triton.knobs.compilation.fpsan_homomorphic_casts = not saved
+        with triton.knobs.compilation.scope():
+            triton.knobs.compilation.fpsan_homomorphic_casts = not triton.knobs.compilation.fpsan_homomorphic_casts
             call()
             assert triton_.runs == runs + 5
-        finally:
-            triton.knobs.compilation.fpsan_homomorphic_casts = saved
         runs += 1
     guard_kernel.pre_run_hooks.append(lambda *a, **k: None)
     try:
