@@ -22,7 +22,8 @@ the grid is evaluated as Triton evaluates it, the stream is the current one, the
 kernel used are checked, and the launch hooks run with Triton's launch metadata when they are
 set. On a miss the guard looks in Triton's own cache as Triton's run does: a kernel Triton has
 compiled and loaded for the call is recorded for the key and launched as a hit would launch it;
-otherwise the call takes Triton's full path, and the kernel Triton chose is recorded. A change to the kernel's source (its hash), clearing its caches, pre-run hooks or a
+otherwise the call takes Triton's full path, and the kernel Triton chose is recorded. A change
+to the kernel's source (its hash), clearing its caches, pre-run hooks or a
 stages-inspection hook send calls to Triton's path. Under @triton.autotune and
 @triton.heuristics the guard sits beneath their own choice: they run as in Triton
 (reset_to_zero, restore_value and pre-hooks included) and call the guarded kernel.
@@ -328,8 +329,8 @@ class Guard:
         return entry
 
     def _miss(self, key, device, grid, options, values):
-        """A miss Triton's cache cannot answer: Triton's full path (it compiles), then the kernel
-        it chose is recorded for the key."""
+        """A miss Triton's cache cannot answer: Triton's full path (it compiles, or loads a kernel
+        warmup() compiled), then the kernel it chose is recorded for the key."""
         kernel = self.original(self.jit, *values, grid=grid, warmup=False, **options)
         if not self._settled:
             self._settle()
