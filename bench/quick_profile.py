@@ -60,7 +60,7 @@ def main():
     rows["ours: generated fn called directly"] = timeit(lambda: gen(L, 1, 1, 1, s, fn, md, None, None, None, *args))
     rows["ours: L(...) again"] = timeit(lambda: L(1, 1, 1, s, fn, md, None, None, None, *args))
     rows["cffi call of a no-op C function"] = timeit(lib.launcher_last_bad_param)
-    plan, buf = type(L)._plan, bound.buffer
+    plan, buf = L._shape.plan, bound.buffer
     out = ffi.new("char[]", 64)
     rows["C launch entry, dry run (no driver)"] = timeit(lambda: lib.launcher_dry_run(plan, buf, len(buf), out, 64))
     rows["C launch entry, real"] = timeit(lambda: lib.launcher_launch(plan, buf, len(buf)))

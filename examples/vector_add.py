@@ -67,8 +67,8 @@ def on_cpu() -> int:
 
         print(f"launcher installed: {launcher.is_installed()}")
         run = nv.CudaLauncher(ck.src, ck.metadata)  # what Triton builds before the first launch
-    print(f"Triton's launcher for this kernel is launcher's: {type(run).__name__} "
-          f"(built without a C compiler; a GPU would launch it)")
+    print(f"Triton's launcher for this kernel is launcher's: {isinstance(run, launcher.CudaLauncher)} "
+          f"({len(run.spec.params)} parameters; built without a C compiler; a GPU would launch it)")
     return 1 if report.errors else 0
 
 

@@ -199,6 +199,12 @@ def _walk(spec, arg, path, value, encoders, out):
 
 
 def check_header(spec, grid_x, grid_y, grid_z, stream, function) -> tuple:
+    """(function, stream, grid_x, grid_y, grid_z), each checked (the common case: ints in range)."""
+    lo, hi = _I32
+    if grid_x.__class__ is int and grid_y.__class__ is int and grid_z.__class__ is int and \
+            stream.__class__ is int and function.__class__ is int and lo <= grid_x <= hi and \
+            lo <= grid_y <= hi and lo <= grid_z <= hi and 0 <= stream < 1 << 64 and 0 <= function < 1 << 64:
+        return function, stream, grid_x, grid_y, grid_z
     grid = tuple(as_int(spec, f"grid{axis}", g, "an int in [-2**31, 2**31)", _I32)
                  for axis, g in zip("XYZ", (grid_x, grid_y, grid_z)))
     return (as_int(spec, "function", function, "a CUfunction handle (an int)", _U64),
@@ -228,8 +234,18 @@ def flat_values(spec, args, encoders) -> list:
         raise TypeError(f"kernel {spec.kernel!r} takes {spec.arity} arguments ({names}), got {len(args)}")
     out = []
     for i, (arg, value) in enumerate(zip(spec.args, args)):
-        _walk(spec, arg, (i,), value, encoders, out)
+        kind = arg.kind  # the common cases here (as _walk takes them), the others by _walk
+        if kind == "pointer" and value.__class__ is int and 0 <= value < 1 << 64:
+            out.append(value)
+        elif kind == "scalar" and value.__class__ is int and arg.type in _INTS and \
+                _INTS[arg.type][0] <= value <= _INTS[arg.type][1]:
+            out.append(value)
+        elif kind != "constexpr":
+            _walk(spec, arg, (i,), value, encoders, out)
     return out
+
+
+_INTS = S.INT_RANGES  # every integer type's range (scalar() checks i1 and u1 as (0, 1), which it is)
 
 
 def diagnose(spec, encoders, exc, grid_x, grid_y, grid_z, stream, function, kernel_metadata, args):

@@ -10,12 +10,14 @@ Construction asks launcher.triton_adapter for the kernel's spec and nothing else
 `CudaLauncher.from_spec(spec)` makes the same launcher from a spec alone (bundles).
 
 Kernels whose specs have the same shape (launcher.spec.LaunchSpec.shape_key) share one
-subclass: its native launch plan (validated by the C library once), its argument encoders and
-its generated code. A new shape's first launches run the plan-driven packer
-(launcher.arguments); once the class has launched `HOT_AFTER` times, the fast path generated
-for its shape (launcher.codegen) takes over. One cffi call then launches (the GIL is released
-around it). When anything is wrong with the arguments, an exception names the kernel and the
-parameter, before any hook or driver call.
+`_Shape`: its native launch plan (validated by the C library once), its packer, its argument
+encoders and its generated code. A new shape's first launches run the plan-driven packer
+(launcher.arguments) in CudaLauncher itself; once the shape has launched `HOT_AFTER` times, its
+launchers become instances of the shape's own subclass, whose __call__ is the fast path
+generated for the shape (launcher.codegen). A new signature thus costs no class and no code
+generation until it is launched again and again. One cffi call then launches (the GIL is
+released around it). When anything is wrong with the arguments, an exception names the kernel
+and the parameter, before any hook or driver call.
 """
 from __future__ import annotations
 
@@ -56,15 +58,24 @@ def launch_attributes(spec, num_ctas: int, shared: int) -> list:
     return attrs
 
 
+@functools.lru_cache(maxsize=None)
+def _native_kinds() -> dict:
+    """The native library's code of each parameter kind."""
+    _, lib = driver.native()
+    return {S.VALUE: lib.LAUNCHER_PARAM_VALUE, S.POINTER: lib.LAUNCHER_PARAM_POINTER,
+            S.TENSORMAP: lib.LAUNCHER_PARAM_TENSORMAP}
+
+
 def native_plan(spec, num_warps: int, num_ctas: int, shared: int):
     """The validated native plan of `spec` launched with these warps, CTAs and shared memory."""
-    _, lib = driver.native()
-    kinds = {S.VALUE: lib.LAUNCHER_PARAM_VALUE, S.POINTER: lib.LAUNCHER_PARAM_POINTER,
-             S.TENSORMAP: lib.LAUNCHER_PARAM_TENSORMAP}
+    kinds = _native_kinds()
     params = spec.layout.params
     return driver.make_plan([p.read_at for p in params], [p.size for p in params], [kinds[p.kind] for p in params],
                             spec.layout.size, spec.warp_size * num_warps, shared, num_ctas,
                             launch_attributes(spec, num_ctas, shared), context=f"kernel {spec.kernel!r}")
+
+
+_pack_scratch = struct.Struct("<QQ").pack  # the two scratch pointers, after the head
 
 
 def _is_sequence(value) -> bool:
@@ -93,8 +104,10 @@ class CudaLauncher:
                     "launcher is available to fall back to") from None
             log.debug("kernel %r: %s; using the stock Triton launcher", name, e)
             return stock(src, metadata)
-        # A launch needs only the shape (its class); the kernel's own spec is made on first use.
-        self = object.__new__(shape_class(shape))
+        # A launch needs only the shape; the kernel's own spec is made on first use.
+        state = shape_state(shape)
+        self = object.__new__(state.hot or CudaLauncher)
+        self._shape = state
         self._triton = (shape, src, metadata)
         self.name = metadata.name
         self.global_allocator = triton_adapter.global_scratch_allocator
@@ -110,12 +123,19 @@ class CudaLauncher:
     def __init__(self, *args, **kwargs):
         """Everything is set by from_spec (Triton calls __init__ after __new__ returns)."""
 
+    @property
+    def packed_metadata(self) -> tuple:
+        """What the shape's plan was made for (num_warps, num_ctas, shared): what Triton passes."""
+        return self._shape.packed_metadata
+
     @classmethod
     def from_spec(cls, spec, *, global_allocator=None, profile_allocator=None) -> "CudaLauncher":
         """The launcher of a spec. global_allocator / profile_allocator: functions returning the
         scratch allocator to use at launch time (`alloc(size, align, stream) -> obj with
         data_ptr()`), needed only by kernels that take scratch memory."""
-        self = object.__new__(shape_class(spec))
+        state = shape_state(spec)
+        self = object.__new__(state.hot or CudaLauncher)
+        self._shape = state
         self.spec = spec
         self.name = spec.kernel
         if global_allocator is not None:
@@ -136,15 +156,16 @@ class CudaLauncher:
         """(plan, packed buffer, scratch allocations), every argument checked on the way."""
         # The checks need this kernel's own spec only for the names in their messages: where
         # it is not made yet, the shape's checks, and this kernel's where they refuse.
-        spec = self.__dict__.get("spec") or type(self)._spec
+        shape = self._shape
+        spec = self.__dict__.get("spec") or shape.spec
         try:
             head = arguments.check_header(spec, grid_x, grid_y, grid_z, stream, function)
-            values = arguments.flat_values(spec, args, self._encoders)
+            values = arguments.flat_values(spec, args, shape.encoders)
         except Exception:
             if spec is self.spec:
                 raise
             arguments.check_header(self.spec, grid_x, grid_y, grid_z, stream, function)
-            arguments.flat_values(self.spec, args, self._encoders)
+            arguments.flat_values(self.spec, args, shape.encoders)
             raise  # not reached: the same rules refuse again, naming this kernel's parameter
         plan = self._plan_for(kernel_metadata)
         # Everything is checked: only now is scratch memory allocated.
@@ -158,22 +179,22 @@ class CudaLauncher:
                 p_obj = self.profile_allocator()(n_programs * p_size, spec.profile_scratch[1], stream)
         g = g_obj.data_ptr() if g_obj is not None else 0
         p = p_obj.data_ptr() if p_obj is not None else 0
-        return plan, self._pack_all(*head, 0, *values, g, p), (g_obj, p_obj)
+        return plan, shape.pack_all(*head, 0, *values, g, p), (g_obj, p_obj)
 
     def _launch_planned(self, grid_x, grid_y, grid_z, stream, function, kernel_metadata, launch_metadata,
                         launch_enter_hook, launch_exit_hook, *args):
-        cls = type(self)
+        shape = self._shape
         plan, buf, _keep = self._pack_planned(grid_x, grid_y, grid_z, stream, function, kernel_metadata, args)
         if launch_enter_hook is not None:
             launch_enter_hook(launch_metadata)
-        status = self._c_launch(plan, buf, len(buf))
+        status = shape.c_launch(plan, buf, len(buf))
         if status:
             self._launch_failed(status, buf)
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
-        cls._launches += 1
-        if cls._launches >= cls.HOT_AFTER:
-            cls._make_hot()
+        shape.launches += 1
+        if shape.launches >= self.HOT_AFTER:  # this launcher's next launches: the generated code
+            self.__class__ = shape.make_hot()
 
     __call__ = _launch_planned
 
@@ -182,7 +203,7 @@ class CudaLauncher:
         """Everything a launch does (checks, packing, hooks, the C entry) but the driver call:
         returns the bytes each kernel parameter would receive, one `bytes` per parameter.
         Runs the generated fast path (`dry_run_planned` runs the plan-driven one)."""
-        return self._generated("dry_run")(self, gridX, gridY, gridZ, stream, function, kernel_metadata,
+        return self._shape.generated("dry_run")(self, gridX, gridY, gridZ, stream, function, kernel_metadata,
                                           launch_metadata, launch_enter_hook, launch_exit_hook, *args)
 
     def dry_run_planned(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
@@ -191,17 +212,18 @@ class CudaLauncher:
         plan, buf, _keep = self._pack_planned(gridX, gridY, gridZ, stream, function, kernel_metadata, args)
         if launch_enter_hook is not None:
             launch_enter_hook(launch_metadata)
-        out = self._new_out()
-        status = self._c_dry_run(plan, buf, len(buf), out, self._out_size)
+        shape = self._shape
+        out = shape.new_out()
+        status = shape.c_dry_run(plan, buf, len(buf), out, shape.out_size)
         if status:
             self._launch_failed(status, buf)
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
-        return self._split(out)
+        return shape.split(out)
 
     def pack(self, gridX, gridY, gridZ, stream, function, kernel_metadata, *args):
         """(native plan, packed buffer, scratch allocations): the checked arguments of one launch."""
-        return self._generated("pack")(self, gridX, gridY, gridZ, stream, function, kernel_metadata,
+        return self._shape.generated("pack")(self, gridX, gridY, gridZ, stream, function, kernel_metadata,
                                        None, None, None, *args)
 
     def bind(self, gridX, gridY, gridZ, stream, function, kernel_metadata, *args) -> "BoundLaunch":
@@ -219,55 +241,32 @@ class CudaLauncher:
         """`launch(gridX, gridY, gridZ, stream, function, *args)`: a launch with the spec's own
         kernel metadata and no hooks, for a caller that launches this kernel again and again
         (the fast dispatch's hits, bundles): the generated "direct" code bound to this launcher."""
-        return types.MethodType(type(self)._generated("direct"), self)
+        return types.MethodType(self._shape.generated("direct"), self)
 
     # -- helpers the generated code calls --
     def _plan_for(self, kernel_metadata):
         """The native plan for launching with `kernel_metadata` (num_warps, num_ctas, shared):
         the spec's own, or one made (once) for other values, which Triton never passes but a
         direct caller may."""
-        cls = type(self)
-        if kernel_metadata == cls.packed_metadata:
-            return cls._plan
+        shape = self._shape
+        if kernel_metadata == shape.packed_metadata:
+            return shape.plan
         md = arguments.check_kernel_metadata(self.spec, kernel_metadata)
-        plan = cls._other_plans.get(md)
+        plan = shape.other_plans.get(md)
         if plan is None:
             plan = native_plan(self.spec, *md)
-            with cls._lock:
-                if len(cls._other_plans) >= 64:
-                    cls._other_plans.clear()
-                cls._other_plans[md] = plan
+            with shape.lock:
+                if len(shape.other_plans) >= 64:
+                    shape.other_plans.clear()
+                shape.other_plans[md] = plan
         return plan
 
     def _bad_call(self, exc, grid_x, grid_y, grid_z, stream, function, kernel_metadata, args):
-        arguments.diagnose(self.spec, self._encoders, exc, grid_x, grid_y, grid_z, stream, function,
+        arguments.diagnose(self.spec, self._shape.encoders, exc, grid_x, grid_y, grid_z, stream, function,
                            kernel_metadata, args)
 
     def _launch_failed(self, status, buf):
         raise errors.launch_error(self.spec, status, buf)
-
-    # -- the shape class's generated code --
-    @classmethod
-    def _generated(cls, mode):
-        """This shape's generated `mode` function (made on first use)."""
-        return cls._code.get(mode) or cls._generate(mode)
-
-    @classmethod
-    def _generate(cls, mode):
-        with cls._lock:
-            fn = cls._code.get(mode)
-            if fn is None:
-                fn = codegen.generate(mode, cls._spec.layout, (cls._spec.global_scratch[0], cls._spec.profile_scratch[0]),
-                                      cls._namespace, cls._encoders)
-                cls._code[mode] = fn
-        return fn
-
-    @classmethod
-    def _make_hot(cls):
-        """Launches of this shape go through its generated code from now on, whether or not
-        that code was generated before."""
-        cls.__call__ = cls._generated("launch")
-
 
 def _no_allocator(size, align, stream):
     raise RuntimeError("Kernel requires a runtime memory allocation, but no allocator was set. "
@@ -299,79 +298,105 @@ class BoundLaunch:
             self.launcher._launch_failed(status, self.buffer)
 
 
-# ---- one class per spec shape ----
-_classes_lock = threading.Lock()
-_classes: dict = {}
-_MAX_CLASSES = 4096
+# ---- one _Shape per spec shape ----
+_shapes_lock = threading.Lock()
+_shapes: dict = {}
+_MAX_SHAPES = 4096
 
 
-def shape_class(spec) -> type:
-    """The CudaLauncher subclass shared by every kernel of `spec`'s shape (cached)."""
+def shape_state(spec) -> "_Shape":
+    """The _Shape shared by every kernel of `spec`'s shape (cached)."""
     key = spec.shape_key
-    cls = _classes.get(key)
-    if cls is not None:
-        return cls
-    cls = _make_shape_class(spec)
-    with _classes_lock:
-        if len(_classes) >= _MAX_CLASSES:
-            _classes.clear()
-        return _classes.setdefault(key, cls)
+    state = _shapes.get(key)
+    if state is not None:
+        return state
+    state = _Shape(spec)
+    with _shapes_lock:
+        if len(_shapes) >= _MAX_SHAPES:
+            _shapes.clear()
+        return _shapes.setdefault(key, state)
 
 
 def clear_launcher_cache() -> None:
-    """Forget every shape class (launchers made since keep theirs): the next launcher of any
-    shape is built as new (the cold-path benchmarks use this)."""
-    with _classes_lock:
-        _classes.clear()
+    """Forget every shape (launchers made since keep theirs): the next launcher of any shape is
+    built as new (the cold-path benchmarks use this)."""
+    with _shapes_lock:
+        _shapes.clear()
 
 
-def _make_shape_class(spec) -> type:
-    ffi, _ = driver.native()
-    c_launch, c_dry_run = driver.launch_entries()
-    layout = spec.layout
-    plan = native_plan(spec, *spec.packed_metadata)
-    out_size = driver.dry_run_size(plan)
-    split_at, pos = [], 0
-    for p in layout.params:
-        split_at.append((pos, pos + p.size))
-        pos += p.size
+class _Shape:
+    """What every launcher of one spec shape shares: the spec it was first made from (the shape's
+    checks; names are the first kernel's), its native plan, its packer, the encoders of its
+    tensor-descriptor arguments, its generated code (made on first use) and, once its launches are
+    hot, `hot`: the CudaLauncher subclass whose __call__ is the generated launch."""
 
-    def new_out():
-        return ffi.new("char[]", max(out_size, 1))
+    def __init__(self, spec):
+        ffi, _ = driver.native()
+        self.c_launch, self.c_dry_run = driver.launch_entries()
+        self.spec, self.packed_metadata = spec, spec.packed_metadata
+        layout = spec.layout
+        self.plan = plan = native_plan(spec, *spec.packed_metadata)
+        self.out_size = out_size = driver.dry_run_size(plan)
 
-    def split(out):
-        raw = bytes(ffi.buffer(out, out_size))
-        return [raw[a:b] for a, b in split_at]
+        def new_out():
+            return ffi.new("char[]", max(out_size, 1))
 
-    encoders = {}  # argument path -> encoder of that tensor descriptor
+        def split(out):  # a dry run's bytes, parameter by parameter (written one after another)
+            raw, pos, parts = bytes(ffi.buffer(out, out_size)), 0, []
+            for p in layout.params:
+                parts.append(raw[pos:pos + p.size])
+                pos += p.size
+            return parts
 
-    def visit(args, prefix):
-        for i, a in enumerate(args):
-            path = prefix + (i,)
-            if a.kind == "tuple":
-                visit(a.children, path)
-            elif a.kind == "tensordesc":
-                encoders[path] = (DescriptorEncoder(a.desc.meta, a.desc.ndim, spec.conventions)
-                                  if a.desc.tma is not None else decomposer(spec.conventions.tensordesc_tf32_flag))
+        self.new_out, self.split = new_out, split
+        self.encoders = encoders = {}  # argument path -> encoder of that tensor descriptor
 
-    visit(layout.args, ())
-    pack_all = struct.Struct(layout.format).pack
-    head = struct.Struct(layout.format_before_scratch)
-    pack_scratch = struct.Struct("<QQ").pack
-    namespace = {
-        "pack_all": pack_all, "pack_head": head.pack, "pack_scratch": pack_scratch,
-        "PLAN": plan, "PACKED_METADATA": spec.packed_metadata, "SIZE": layout.size,
-        "OUT_SIZE": out_size, "c_launch": c_launch, "c_dry_run": c_dry_run,
-        "new_out": new_out, "split": split, "TensorMap": TensorMap, "tensormap_bytes": tensormap_bytes,
-        "index": operator.index, "is_sequence": _is_sequence, "NUM_CTAS": spec.num_ctas,
-        "GLOBAL_ALIGN": spec.global_scratch[1], "PROFILE_ALIGN": spec.profile_scratch[1],
-    }
-    attrs = {
-        "packed_metadata": spec.packed_metadata,  # what the shape's plan was made for (Triton passes it)
-        "_spec": spec, "_plan": plan, "_other_plans": {}, "_lock": threading.Lock(), "_code": {},
-        "_launches": 0, "_namespace": namespace, "_encoders": encoders,
-        "_pack_all": staticmethod(pack_all),
-        "_c_launch": staticmethod(c_launch), "_c_dry_run": staticmethod(c_dry_run),
-        "_new_out": staticmethod(new_out), "_split": staticmethod(split), "_out_size": out_size,
-    }
-    return type(f"CudaLauncher[{len(layout.args)} args, {len(layout.params)} params]", (CudaLauncher,), attrs)
+        def visit(args, prefix):
+            for i, a in enumerate(args):
+                path = prefix + (i,)
+                if a.kind == "tuple":
+                    visit(a.children, path)
+                elif a.kind == "tensordesc":
+                    encoders[path] = (DescriptorEncoder(a.desc.meta, a.desc.ndim, spec.conventions)
+                                      if a.desc.tma is not None else decomposer(spec.conventions.tensordesc_tf32_flag))
+
+        visit(layout.args, ())
+        self.pack_all = pack_all = struct.Struct(layout.format).pack
+        scratch = spec.global_scratch[0] or spec.profile_scratch[0]  # only then is the head packed apart
+        self.namespace = {
+            "pack_all": pack_all, "pack_head": struct.Struct(layout.format_before_scratch).pack if scratch else None,
+            "pack_scratch": _pack_scratch,
+            "PLAN": plan, "PACKED_METADATA": spec.packed_metadata, "SIZE": layout.size,
+            "OUT_SIZE": out_size, "c_launch": self.c_launch, "c_dry_run": self.c_dry_run,
+            "new_out": new_out, "split": split, "TensorMap": TensorMap, "tensormap_bytes": tensormap_bytes,
+            "index": operator.index, "is_sequence": _is_sequence, "NUM_CTAS": spec.num_ctas,
+            "GLOBAL_ALIGN": spec.global_scratch[1], "PROFILE_ALIGN": spec.profile_scratch[1],
+        }
+        self.other_plans, self.lock, self.code, self.launches, self.hot = {}, threading.Lock(), {}, 0, None
+
+    def generated(self, mode):
+        """This shape's generated `mode` function (made on first use)."""
+        return self.code.get(mode) or self._generate(mode)
+
+    def _generate(self, mode):
+        with self.lock:
+            fn = self.code.get(mode)
+            if fn is None:
+                spec = self.spec
+                fn = codegen.generate(mode, spec.layout, (spec.global_scratch[0], spec.profile_scratch[0]),
+                                      self.namespace, self.encoders)
+                self.code[mode] = fn
+        return fn
+
+    def make_hot(self) -> type:
+        """The shape's CudaLauncher subclass, whose __call__ is its generated launch (made once,
+        whether or not that code was generated before): launchers of the shape made from now on
+        are of it, and those made before switch to it at their next launch."""
+        if self.hot is None:
+            launch = self.generated("launch")
+            with self.lock:
+                if self.hot is None:
+                    layout = self.spec.layout
+                    self.hot = type(f"CudaLauncher[{len(layout.args)} args, {len(layout.params)} params]",
+                                    (CudaLauncher,), {"__call__": launch, "__module__": __name__})
+        return self.hot

@@ -190,23 +190,22 @@ def make_plan(offsets, sizes, kinds, args_size: int, block_x: int, shared: int, 
     for label, v in (("block size", block_x), ("shared memory", shared), ("cluster size", cluster_x)):
         if not u32[0] <= v <= u32[1]:
             raise PlanError(f"{context}: {label} {v} is out of range")
-    try:
-        c_offsets = ffi.new("int[]", list(offsets))
-        c_sizes = ffi.new("int[]", list(sizes))
+    try:  # one int array: offsets, sizes, attribute ids, then the two outputs (detail, where)
+        ints = ffi.new("int[]", [*offsets, *sizes, *(a[0] for a in attrs), 0, 0])
         c_kinds = ffi.new("unsigned char[]", list(kinds))
-        c_ids = ffi.new("int[]", [a[0] for a in attrs])
-        c_values = ffi.new("uint32_t[]", [v for a in attrs for v in a[1]])
+        c_values = ffi.new("uint32_t[]", [v for a in attrs for v in a[1]]) if attrs else ffi.NULL
     except (OverflowError, TypeError) as e:
         raise PlanError(f"{context}: {e}") from None
-    detail, where = ffi.new("int *"), ffi.new("int *")
-    plan = lib.launcher_plan_new(n, c_offsets, c_sizes, c_kinds, args_size, block_x, shared,
-                                 cluster_x, len(attrs), c_ids, c_values, detail, where)
+    out = n + n + len(attrs)
+    plan = lib.launcher_plan_new(n, ints, ints + n, c_kinds, args_size, block_x, shared, cluster_x,
+                                 len(attrs), ints + 2 * n, c_values, ints + out, ints + out + 1)
     if plan == ffi.NULL:
-        if detail[0] == -1:
+        detail, where = ints[out], ints[out + 1]
+        if detail == -1:
             raise MemoryError(f"{context}: out of memory")
-        reason = next((text for name, text in _PLAN_DETAIL.items() if getattr(lib, name) == detail[0]),
-                      f"reason {detail[0]}")
-        raise PlanError(f"{context}: {reason.format(where=where[0])}")
+        reason = next((text for name, text in _PLAN_DETAIL.items() if getattr(lib, name) == detail),
+                      f"reason {detail}")
+        raise PlanError(f"{context}: {reason.format(where=where)}")
     return ffi.gc(plan, lib.launcher_plan_free)
 
 

@@ -302,13 +302,11 @@ def _prepared_class(p) -> type:
     mode = "dry_run" if p._dry_run else "launch"
     if checks is None and p._bound is None:
         return type("PreparedLaunch", (PreparedLaunch,), {"__call__": _general_call})
-    launcher = p._launcher
-    cls = type(launcher)
+    shape = p._launcher._shape
     ns = {
-        "pack_all": cls._namespace["pack_all"], "c_launch": cls._namespace["c_launch"],
-        "c_dry_run": cls._namespace["c_dry_run"], "PLAN": cls._plan, "SIZE": p.spec.layout.size,
-        "OUT_SIZE": cls._out_size,
-        "new_out": cls._new_out, "split": cls._split, "FUNCTION": p.function, "stream": p._stream,
+        "pack_all": shape.pack_all, "c_launch": shape.c_launch, "c_dry_run": shape.c_dry_run, "PLAN": shape.plan,
+        "SIZE": p.spec.layout.size, "OUT_SIZE": shape.out_size, "new_out": shape.new_out, "split": shape.split,
+        "FUNCTION": p.function, "stream": p._stream,
         "GX": p.grid[0], "GY": p.grid[1], "GZ": p.grid[2], "GRID": p.grid_fn,
         "PARAM_NAMES": [x.name for x in p.params],
     }

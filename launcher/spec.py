@@ -215,6 +215,8 @@ def _type_info(ty):
 
 _ARG_KINDS = {POINTER: "pointer", TENSORMAP: "tensormap", VALUE: "scalar"}
 _new = tuple.__new__  # makes a Param or an Arg without NamedTuple's slower __new__ (planning is hot)
+_CONSTEXPR = _new(Arg, ("constexpr", "constexpr", (), (), None))
+_PADDING = {n: f"{n}x" for n in range(1, 128)}  # struct padding codes (alignments are at most 128)
 
 
 class _Planner:
@@ -225,14 +227,14 @@ class _Planner:
         self.metas, self.tf32_flag, self.desc_index = metas, tf32_flag, 0
 
     def add(self, path, suffix, ty) -> int:
-        info = _type_info(ty)
+        info = _TYPE_INFO.get(ty) or _type_info(ty)
         if info is None:
             raise UnsupportedSignature(f"parameter {_path_text(path)}{suffix} has an unknown type {ty!r}")
         kind, code, storage, align, size, read = info
         offset = self.offset
         pad = -offset % align
         if pad:
-            self.fmt.append(f"{pad}x")
+            self.fmt.append(_PADDING[pad])
             offset += pad
         self.fmt.append(code)
         self.offset = offset + storage
@@ -242,7 +244,7 @@ class _Planner:
     def visit(self, path, ty) -> Arg:
         if ty.__class__ is str:
             if ty == "constexpr":
-                return _new(Arg, ("constexpr", ty, (), (), None))
+                return _CONSTEXPR
             if not ty.startswith("tensordesc"):
                 i = self.add(path, "", ty)
                 return _new(Arg, (_ARG_KINDS[self.params[i].kind], ty, (), (i,), None))
@@ -269,7 +271,12 @@ class _Planner:
 @functools.lru_cache(maxsize=4096)
 def _layout(types: tuple, metas: tuple, tf32_flag: bool) -> Layout:
     planner = _Planner(metas, tf32_flag)
-    args = tuple([planner.visit((i,), t) for i, t in enumerate(types)])
+    visit, add, params = planner.visit, planner.add, planner.params
+    args = []
+    for i, t in enumerate(types):  # a plain parameter here, the rest (constexprs, tuples, descriptors) by visit
+        kind = _ARG_KINDS[_TYPE_INFO[t][0]] if t in _TYPE_INFO else None
+        args.append(_new(Arg, (kind, t, (), (add((i,), "", t),), None)) if kind is not None else visit((i,), t))
+    args = tuple(args)
     if metas and planner.desc_index != len(metas):
         raise UnsupportedSignature(f"{len(metas)} tensordesc_meta entries for {planner.desc_index} tensor descriptors")
     planner.add((), GLOBAL_SCRATCH, "*i8")

@@ -204,12 +204,12 @@ def test_garbage_is_a_spec_error(data):
 
 
 # ---- shapes ----
-def test_kernels_of_one_shape_share_a_class_and_keep_their_names():
+def test_kernels_of_one_shape_share_a_shape_and_keep_their_names():
     a = C.BY_NAME["vector_add"].compile()
     sig = tuple((n.replace("ptr", "p"), t) for n, t in C.ADD_SIG)
     b = compile_cpu(K.add_kernel_renamed, sig, (("BLOCK", 1024),), 90, ((0,), (1,), (2,), (3,)))
     la, lb = CudaLauncher(a.src, a.metadata), CudaLauncher(b.src, b.metadata)
-    assert type(la) is type(lb)
+    assert la._shape is lb._shape and type(la) is type(lb)
     assert la.spec.kernel == "add_kernel" and lb.spec.kernel == "add_kernel_renamed"
     base = base_for(la.spec)
     with pytest.raises(TypeError, match="kernel 'add_kernel_renamed': parameter 'y_p'"):
@@ -236,7 +236,7 @@ def test_a_launcher_triton_makes_derives_its_own_spec_on_first_use():
 def test_another_launch_configuration_is_another_shape():
     a = C.BY_NAME["vector_add"].compile()
     b = C.BY_NAME["num_ctas_2"].compile()
-    assert type(CudaLauncher(a.src, a.metadata)) is not type(CudaLauncher(b.src, b.metadata))
+    assert CudaLauncher(a.src, a.metadata)._shape is not CudaLauncher(b.src, b.metadata)._shape
 
 
 # ---- the generated code is visible ----
@@ -249,20 +249,36 @@ def test_a_traceback_through_the_generated_code_shows_its_lines():
     generated = [f for f in frames if f.filename.startswith("<launcher generated dry_run")]
     assert generated, [f.filename for f in frames]
     assert generated[0].line and "self._bad_call(exc" in generated[0].line
-    source = inspect.getsource(type(run)._code["dry_run"])
+    source = inspect.getsource(run._shape.code["dry_run"])
     assert source.startswith("def dry_run(self, gridX") and "pack_all(function, stream" in source
 
 
-def test_first_launches_are_planned_then_the_fast_path_takes_over():
+def test_first_launches_are_planned_then_the_fast_path_takes_over(monkeypatch):
+    """A new shape's launchers are CudaLauncher itself (no class, no generated code); after
+    HOT_AFTER launches of the shape, the launcher that launched and the shape's later ones are
+    of the shape's subclass, whose __call__ is its generated launch. The C entry is swapped for
+    one that records the launch (no GPU here)."""
     ck = C.BY_NAME["grid_3d"].compile()
     launcher.cuda_launcher.clear_launcher_cache()
     run = CudaLauncher(ck.src, ck.metadata)
-    cls = type(run)
-    assert cls.__call__ is CudaLauncher._launch_planned and not cls._code
-    assert cls.HOT_AFTER >= 1
-    cls._make_hot()
-    assert cls.__call__ is cls._code["launch"]
-    assert cls.__call__.__code__.co_filename.startswith("<launcher generated launch")
+    shape = run._shape
+    assert type(run) is CudaLauncher and not shape.code and shape.hot is None
+    assert CudaLauncher.HOT_AFTER >= 1
+    other = CudaLauncher(ck.src, ck.metadata)  # made while the shape is cold
+    launched = []
+    monkeypatch.setattr(shape, "c_launch", lambda plan, buf, size: launched.append(size) or 0)
+    args = C.BY_NAME["grid_3d"].args
+    for _ in range(CudaLauncher.HOT_AFTER):
+        assert type(run) is CudaLauncher
+        run(1, 1, 1, 0, 0x1000, ck.packed_metadata, None, None, None, *args)
+    assert len(launched) == CudaLauncher.HOT_AFTER
+    hot = shape.hot
+    assert type(run) is hot and issubclass(hot, CudaLauncher) and hot.__call__ is shape.code["launch"]
+    assert hot.__call__.__code__.co_filename.startswith("<launcher generated launch")
+    assert type(CudaLauncher(ck.src, ck.metadata)) is hot  # made hot
+    assert type(other) is CudaLauncher
+    other(1, 1, 1, 0, 0x1000, ck.packed_metadata, None, None, None, *args)  # one planned launch, then hot
+    assert type(other) is hot and len(launched) == CudaLauncher.HOT_AFTER + 1
 
 
 def test_a_shape_whose_launch_code_exists_already_still_turns_hot():
@@ -270,11 +286,10 @@ def test_a_shape_whose_launch_code_exists_already_still_turns_hot():
     shape's launchers have launched HOT_AFTER times: they still switch to it then."""
     ck = C.BY_NAME["grid_3d"].compile()
     launcher.cuda_launcher.clear_launcher_cache()
-    cls = type(CudaLauncher(ck.src, ck.metadata))
-    code = cls._generated("launch")
-    assert cls.__call__ is CudaLauncher._launch_planned
-    cls._make_hot()
-    assert cls.__call__ is code
+    shape = CudaLauncher(ck.src, ck.metadata)._shape
+    code = shape.generated("launch")
+    assert shape.hot is None
+    assert shape.make_hot().__call__ is code
 
 
 @pytest.mark.parametrize("entry", [e for e in C.ENTRIES if e.args is not None], ids=lambda e: e.name)
@@ -286,12 +301,12 @@ def test_the_direct_launch_packs_what_a_launch_packs(entry):
 
     ck = entry.compile()
     run = CudaLauncher(ck.src, ck.metadata)
-    cls = type(run)
+    shape = run._shape
     plan, want, _ = run.pack(*BASE, run.spec.packed_metadata, *entry.args)
     got = []
-    namespace = dict(cls._namespace, c_launch=lambda plan, buf, size: got.append((plan, bytes(buf), size)) or 0)
+    namespace = dict(shape.namespace, c_launch=lambda plan, buf, size: got.append((plan, bytes(buf), size)) or 0)
     direct = codegen.generate("direct", run.spec.layout, (run.spec.global_scratch[0], run.spec.profile_scratch[0]),
-                              namespace, cls._encoders)
+                              namespace, shape.encoders)
     direct(run, *BASE, *entry.args)
     assert got == [(plan, bytes(want), run.spec.layout.size)]
     with pytest.raises(TypeError) as direct_error:
@@ -299,4 +314,4 @@ def test_the_direct_launch_packs_what_a_launch_packs(entry):
     with pytest.raises(TypeError) as dry_run_error:
         run.dry_run(*base_for(run.spec))
     assert str(direct_error.value) == str(dry_run_error.value)
-    assert inspect.getsource(type(run)._generated("direct")).startswith("def direct(self, gridX, gridY, gridZ, stream")
+    assert inspect.getsource(shape.generated("direct")).startswith("def direct(self, gridX, gridY, gridZ, stream")
