@@ -268,25 +268,45 @@ def encode_tensor(elem_type: int, global_address: int, shape, strides, box, elem
     """The 128 bytes of a tiled CUtensorMap (launcher_encode_tensor): `shape` and `strides` (in
     elements) outermost first, `box` innermost first. Raises ValueError for a geometry out of
     range or a global address the current context cannot reach."""
+    return tensor_map_encoder(elem_type, box, elem_size, interleave, swizzle, l2_promotion, oob_fill,
+                              clear_bit21_below)(global_address, shape, strides)
+
+
+def tensor_map_encoder(elem_type: int, box, elem_size: int, interleave: int, swizzle: int, l2_promotion: int,
+                       oob_fill: int, clear_bit21_below: int = 0):
+    """encode(global_address, shape, strides) -> bytes: encode_tensor for tensor maps that share
+    everything but the tensor (what a descriptor encoder calls for each new one), with the box
+    converted once and no other Python on the way to the C call."""
     ffi, lib = native()
-    if not len(shape) == len(strides) == len(box):  # the C reads `rank` entries of each
-        raise ValueError(f"tensor map shape {list(shape)}, strides {list(strides)} and block "
-                         f"{list(box)[::-1]} have different ranks")
-    out = ffi.new("char[128]")
+    rank = len(box)
     try:
-        rc = lib.launcher_encode_tensor(out, elem_type, len(shape), global_address, shape, strides, box,
-                                        elem_size, interleave, swizzle, l2_promotion, oob_fill, clear_bit21_below)
+        c_box = ffi.new("uint32_t[]", list(box))
     except (OverflowError, TypeError):
-        rc = lib.LAUNCHER_ERROR_BAD_GEOMETRY
-    if rc == lib.LAUNCHER_ERROR_BAD_GEOMETRY:
-        raise ValueError(f"tensor map shape {list(shape)}, strides {list(strides)} and block {list(box)[::-1]} "
-                         f"must be one to five non-negative 64-bit sizes each (the block positive)")
-    if rc == lib.LAUNCHER_ERROR_BAD_POINTER:
-        raise ValueError(f"tensor descriptor base {global_address:#x} cannot be accessed from the "
-                         "device (a CPU tensor?)")
-    if rc != 0:
+        c_box = None  # every encode refuses the geometry
+    char128, new, unpack, c_encode = ffi.typeof("char[128]"), ffi.new, ffi.unpack, lib.launcher_encode_tensor
+
+    def encode(global_address, shape, strides):
+        if len(shape) != rank or len(strides) != rank:  # the C reads `rank` entries of each
+            raise ValueError(f"tensor map shape {list(shape)}, strides {list(strides)} and block "
+                             f"{list(box)[::-1]} have different ranks")
+        out = new(char128)
+        try:
+            rc = c_encode(out, elem_type, rank, global_address, shape, strides, c_box, elem_size, interleave,
+                          swizzle, l2_promotion, oob_fill, clear_bit21_below) if c_box is not None else \
+                lib.LAUNCHER_ERROR_BAD_GEOMETRY
+        except (OverflowError, TypeError):
+            rc = lib.LAUNCHER_ERROR_BAD_GEOMETRY
+        if not rc:
+            return unpack(out, 128)
+        if rc == lib.LAUNCHER_ERROR_BAD_GEOMETRY:
+            raise ValueError(f"tensor map shape {list(shape)}, strides {list(strides)} and block {list(box)[::-1]} "
+                             f"must be one to five non-negative 64-bit sizes each (the block positive)")
+        if rc == lib.LAUNCHER_ERROR_BAD_POINTER:
+            raise ValueError(f"tensor descriptor base {global_address:#x} cannot be accessed from the "
+                             "device (a CPU tensor?)")
         raise error(rc, "cuTensorMapEncodeTiled")
-    return ffi.buffer(out, 128)[:]
+
+    return encode
 
 
 # ---- the cold path: cuda.bindings ----

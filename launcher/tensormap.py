@@ -88,27 +88,41 @@ def _bit21_below(clear_bit21: bool) -> int:
     return _BIT21_EXTENT if clear_bit21 and driver.driver_version() <= _BIT21_DRIVERS else 0
 
 
+def _failed(e, address, swizzle, elem_size, elem_type, box, shape, strides, padding):
+    """A driver error of an encode, with what was asked (Triton's message)."""
+    return driver.CudaError(
+        e.code, e.name, e.text,
+        f"failed to create tensor map descriptor (elemType={elem_type} rank={len(shape)} "
+        f"global_address={address:#x} elemSize={elem_size} swizzle={swizzle} padding={padding} "
+        f"shape={list(shape)} strides={list(strides)} blockSize={list(box)[::-1]})")
+
+
+def _map_encoder(swizzle, elem_size, elem_type, box, padding, bit21_below):
+    """driver.tensor_map_encoder with Triton's conventions: `box` innermost first (as the driver
+    takes it), element strides 1, 128-byte L2 promotion, NaN fill for NaN padding."""
+    return driver.tensor_map_encoder(elem_type, box, elem_size, _INTERLEAVE_NONE, swizzle, _L2_PROMOTION_128B,
+                                     _OOB_FILL_NAN if padding else _OOB_FILL_NONE, bit21_below)
+
+
 def _encode(address, swizzle, elem_size, elem_type, box, shape, strides, padding, clear_bit21) -> TensorMap:
-    """One tensor map: `box` innermost first (as the driver takes it), the rest outermost first."""
+    """One tensor map as a TensorMap (what Triton's fill_tma_descriptor returns)."""
+    encode = _map_encoder(swizzle, elem_size, elem_type, box, padding, _bit21_below(clear_bit21))
     try:
-        data = driver.encode_tensor(elem_type, address, shape, strides, box, elem_size, _INTERLEAVE_NONE,
-                                    swizzle, _L2_PROMOTION_128B, _OOB_FILL_NAN if padding else _OOB_FILL_NONE,
-                                    _bit21_below(clear_bit21))
+        data = encode(address, shape, strides)
     except driver.CudaDriverNotFound:
         raise
     except driver.CudaError as e:
-        raise driver.CudaError(
-            e.code, e.name, e.text,
-            f"failed to create tensor map descriptor (elemType={elem_type} rank={len(shape)} "
-            f"global_address={address:#x} elemSize={elem_size} swizzle={swizzle} padding={padding} "
-            f"shape={list(shape)} strides={list(strides)} blockSize={list(box)[::-1]})") from None
+        raise _failed(e, address, swizzle, elem_size, elem_type, box, shape, strides, padding) from None
     tmap = TensorMap.__new__(TensorMap)
     tmap.data, tmap._buffer = data, None
     return tmap
 
 
 class DescriptorEncoder:
-    """Host TensorDescriptor -> (CUtensorMap, shape..., strides...) for one TMA-lowered parameter.
+    """Host TensorDescriptor -> (CUtensorMap bytes, shape..., strides...) for one TMA-lowered
+    parameter. The maps it encoded are remembered by (address, shape, strides, padding, tf32):
+    a launch with the same tensor again does not encode again, and one with new memory costs
+    one C call and little Python.
 
     meta: Triton's tensordesc_meta entry for it; conventions: the spec's (launcher.spec)."""
 
@@ -124,37 +138,47 @@ class DescriptorEncoder:
         self.tma_tf32 = conventions.tma_tf32
         self.original_shape = conventions.tma_original_shape
         self.clear_bit21 = conventions.tma_clear_bit21
+        self._encoders = {}  # (NaN padding, tf32) -> driver.tensor_map_encoder's function, made at its first encode
         self.cache = {}
 
     def __call__(self, desc):
         shape = tuple(desc.shape)
         strides = tuple(desc.strides)
-        nan = desc.padding == "nan"
         tf32 = self.tma_tf32 and bool(getattr(desc, "round_f32_to_tf32", False))
         base = desc.base
-        address = base if base.__class__ is int else base.data_ptr()
-        tmap = self.cache.get((address, shape, strides, nan, tf32))
-        if tmap is None:
-            tmap = self._encode(address, shape, strides, nan, tf32)
-        tail_shape = shape if self.original_shape or not self.fp4_padded else shape[:-1] + (shape[-1] * 2,)
-        return (tmap.data, *tail_shape, *strides)
+        key = (base if base.__class__ is int else base.data_ptr(), shape, strides, desc.padding == "nan", tf32)
+        data = self.cache.get(key)
+        if data is None:
+            data = self._encode(key)
+        if self.fp4_padded and not self.original_shape:
+            shape = shape[:-1] + (shape[-1] * 2,)
+        return (data, *shape, *strides)
 
-    def _encode(self, address, shape, strides, nan, tf32):
+    def _encode(self, key) -> bytes:
+        address, shape, strides, nan, tf32 = key
         if len(shape) != self.ndim or len(strides) != self.ndim:
             raise ValueError(f"expects a {self.ndim}-d tensor descriptor, got shape {list(shape)} "
                              f"and strides {list(strides)}")
         if strides[-1] != 1:
             raise ValueError(f"the last stride of a TMA tensor descriptor must be 1, got strides {list(strides)}")
-        encoded_shape = list(shape)
         if self.fp4_padded:
-            encoded_shape[-1] *= 2
+            shape = shape[:-1] + (shape[-1] * 2,)
         elem_type = TMA_TF32 if tf32 else TMA_DTYPE_DEVICE_TO_HOST[self.elem_type]
-        tmap = _encode(address, self.swizzle, self.elem_size, elem_type, self.box, encoded_shape, strides,
-                       1 if nan else 0, self.clear_bit21)
+        encode = self._encoders.get((nan, tf32))
+        if encode is None:  # the driver's version decides the bit-21 workaround: asked here, not on the CPU tests' path
+            encode = self._encoders[nan, tf32] = _map_encoder(self.swizzle, self.elem_size, elem_type, self.box, nan,
+                                                              _bit21_below(self.clear_bit21))
+        try:
+            data = encode(address, shape, strides)
+        except driver.CudaDriverNotFound:
+            raise
+        except driver.CudaError as e:
+            raise _failed(e, address, self.swizzle, self.elem_size, elem_type, self.box, shape, strides,
+                          1 if nan else 0) from None
         if len(self.cache) >= self.MAX_CACHED:
             self.cache.clear()
-        self.cache[(address, shape, strides, nan, tf32)] = tmap
-        return tmap
+        self.cache[key] = data
+        return data
 
 
 def decomposer(tf32_flag: bool):

@@ -69,3 +69,51 @@ def test_a_tensor_map_geometry_out_of_range_is_a_value_error_before_any_driver_c
 
     with pytest.raises(ValueError, match="tensor map"):
         encode_tiled(0x1000, 0, 4, 7, block, shape, strides, 0, clear_bit21=False)
+
+
+def test_a_descriptor_encoder_encodes_each_new_tensor_once_with_tritons_conventions(monkeypatch):
+    """DescriptorEncoder (host TensorDescriptor -> the parameters of a TMA-lowered kernel) asks
+    the encoder once per (address, shape, strides, padding), with the box innermost first, the
+    host's element type, NaN padding as the OOB fill, and fp4-padded shapes doubled; what it
+    returns is the map's bytes and the shape and strides the kernel takes. The C encoder is
+    swapped for one that records what it is asked (no GPU here)."""
+    import types
+
+    from launcher import spec as S
+    from launcher.tensormap import TMA_DTYPE_DEVICE_TO_HOST, DescriptorEncoder
+
+    asked = []
+
+    def encoder(elem_type, box, elem_size, interleave, swizzle, l2, oob, bit21):
+        def encode(address, shape, strides):
+            asked.append((elem_type, address, tuple(shape), tuple(strides), tuple(box), elem_size, swizzle, oob, bit21))
+            return bytes([len(asked)]) * 128
+        return encode
+
+    monkeypatch.setattr(driver, "tensor_map_encoder", encoder)
+    meta = {"swizzle": 3, "elem_size": 2, "elem_type": 8, "block_size": [32, 64], "fp4_padded": False}
+    r36 = S.Conventions(tensordesc_tf32_flag=False, tma_original_shape=False, tma_tf32=False, tma_clear_bit21=False,
+                        oversized_shared=False)  # Triton 3.6's
+    enc = DescriptorEncoder(meta, 2, r36)
+
+    def desc(address, shape=(128, 256), strides=(256, 1), padding="zero"):
+        return types.SimpleNamespace(base=address, shape=list(shape), strides=list(strides), padding=padding)
+
+    first = enc(desc(0x10000))
+    assert first == (bytes([1]) * 128, 128, 256, 256, 1)
+    assert asked == [(TMA_DTYPE_DEVICE_TO_HOST[8], 0x10000, (128, 256), (256, 1), (64, 32), 2, 3, 0, 0)]
+    assert enc(desc(0x10000)) == first and len(asked) == 1  # the same tensor again: no encode
+    assert enc(desc(0x10000, padding="nan"))[0] == bytes([2]) * 128 and asked[-1][7] == 1  # NaN fill
+    assert enc(desc(0x20000))[0] == bytes([3]) * 128 and asked[-1][1] == 0x20000
+    with pytest.raises(ValueError, match="last stride"):
+        enc(desc(0x30000, strides=(1, 128)))
+    with pytest.raises(ValueError, match="2-d tensor descriptor"):
+        enc(desc(0x30000, shape=(4, 4, 4), strides=(16, 4, 1)))
+    fp4 = DescriptorEncoder(dict(meta, fp4_padded=True), 2, r36)
+    assert fp4(desc(0x40000))[1:] == (128, 512, 256, 1) and asked[-1][2] == (128, 512)
+    r39 = S.Conventions()  # 3.7+: the original shape follows, and the bit-21 workaround on drivers <= 13.1
+    for version, below in ((13000, 128 * 1024), (13020, 0)):
+        monkeypatch.setattr(driver, "driver_version", lambda: version)
+        kept = DescriptorEncoder(dict(meta, fp4_padded=True), 2, r39)
+        assert kept(desc(0x50000))[1:] == (128, 256, 256, 1) and asked[-1][2] == (128, 512)
+        assert asked[-1][8] == below
