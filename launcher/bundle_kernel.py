@@ -99,6 +99,18 @@ def key_of(v):
     return (cls, v)
 
 
+def key_of_descriptor(v):
+    """key_of for a parameter every variant takes as a tensor descriptor: for a descriptor over
+    an array with a dtype, what Triton's type of it says (launcher.specialization's
+    _tensordesc_type: the dtype, the block shape, a layout) without formatting that string;
+    anything else as key_of."""
+    try:
+        base = v.base
+        return (v.__class__, base.__class__, base.dtype, tuple(v.block_shape), getattr(v, "layout", None))
+    except (AttributeError, TypeError):
+        return key_of(v)
+
+
 def key_of_pointer(v):
     """key_of for a parameter every variant takes as a pointer: a tensor, first; the generated
     call inlines it for torch tensors (BundleKernel._generate), with the same keys."""
@@ -108,20 +120,20 @@ def key_of_pointer(v):
         return key_of(v)
 
 
-# The keys of ints in the i32 and i64 ranges by (v < 0) * 2 + (v divisible by 16), as the
-# generated call computes them inline (key_of's keys).
-_SMALL_INTS = [_INT_KEYS[(0, neg, d)] for neg in (False, True) for d in (False, True)]
-_LONG_INTS = [_INT_KEYS[(1, neg, d)] for neg in (False, True) for d in (False, True)]
+
+
+_INT_KEYS_SEEN: dict = {}  # int -> its key_of, for the ints calls have passed (sizes, strides, flags)
+_INT_KEYS_SEEN_MAX = 8192
 
 
 def key_of_int(v):
-    """key_of for a parameter every variant takes as an integer (or specialized from one); the
-    generated call inlines the i32 and i64 cases (BundleKernel._generate), with the same keys."""
-    if v.__class__ is int and _I32_LO <= v <= _I32_HI:
-        if v == 1:
-            return _ONE
-        return _SMALL_INTS[(v < 0) * 2 + (v % 16 == 0)]
-    return key_of(v)
+    """key_of for a parameter every variant takes as an integer (or specialized from one). The
+    generated call looks an int up in _INT_KEYS_SEEN first (BundleKernel._generate): one dict
+    lookup where the class tests cost several comparisons; this fills it (up to a bound)."""
+    key = key_of(v)
+    if v.__class__ is int and len(_INT_KEYS_SEEN) < _INT_KEYS_SEEN_MAX:
+        _INT_KEYS_SEEN[v] = key
+    return key
 
 
 def raw_key(v):
@@ -137,6 +149,63 @@ def constexpr_key(v):
 
 
 # ---- the generated call ----
+def _leaf_kind(args):
+    """How the generated call keys an argument that every variant takes as one of `args` (the
+    variants' launcher.spec.Arg at its place): "pointer", "int", "float", "descriptor", a list
+    of the kinds of a tuple's items (when every variant takes a tuple of that length), or "any"
+    (key_of)."""
+    kinds = {a.kind for a in args}
+    types = {a.type for a in args}
+    if kinds == {"pointer"}:
+        return "pointer"
+    if kinds <= {"scalar", "constexpr"} and types - {"constexpr"} <= set(S.INT_RANGES):
+        return "int"
+    if kinds == {"scalar"} and types <= set(S.FLOATS):
+        return "float"
+    if kinds == {"tensordesc"}:
+        return "descriptor"
+    if kinds == {"tuple"} and len({len(a.children) for a in args}) == 1:
+        return [_leaf_kind([a.children[j] for a in args]) for j in range(len(args[0].children))]
+    return "any"
+
+
+_KEY_OF = {"pointer": key_of_pointer, "int": key_of_int, "descriptor": key_of_descriptor}  # else key_of
+
+
+def _leaf_key(var, kind, torch_inline: bool) -> str:
+    """The key expression of `var`, an argument (or a tuple's item) keyed as `kind` (_leaf_kind,
+    not a tuple): what key_of gives, with the common cases inline."""
+    if kind == "pointer":  # a tensor: key_of's key, its address read again where it is launched
+        return (f"(({var}.__class__, {var}.dtype, not {var}.data_ptr() & 15) if {var}.__class__ is _launcher_TENSOR "
+                f"else _launcher_key_of_pointer({var}))") if torch_inline else f"_launcher_key_of_pointer({var})"
+    if kind == "int":  # an int passed before: one lookup
+        return f"((_launcher_IK.get({var}) or _launcher_key_of_int({var})) if {var}.__class__ is int else _launcher_key_of({var}))"
+    if kind == "float":
+        return f"(_launcher_FLOAT if {var}.__class__ is float else _launcher_key_of({var}))"
+    if kind == "descriptor":
+        return f"_launcher_key_of_descriptor({var})"
+    return f"_launcher_key_of({var})"
+
+
+def _tuple_key_lines(out, var, items, result, depth, torch_inline):
+    """Append to `out` the lines that set `result` to key_of(`var`) for a tuple whose items are
+    keyed as `items` (_leaf_kind): item by item for a tuple of that length, else key_of."""
+    pad = "    " * depth
+    names = [f"{result}_{j}" for j in range(len(items))]
+    out.append(f"{pad}if {var}.__class__ is tuple and len({var}) == {len(items)}:\n")
+    if names:
+        out.append(f"{pad}    {', '.join(names)}, = {var}\n")
+    keys = []
+    for name, kind in zip(names, items):
+        if isinstance(kind, list):
+            _tuple_key_lines(out, name, kind, name + "k", depth + 1, torch_inline)
+            keys.append(name + "k")
+        else:
+            keys.append(_leaf_key(name, kind, torch_inline))
+    out.append(f"{pad}    {result} = (tuple, ({''.join(k + ', ' for k in keys)}))\n")
+    out.append(f"{pad}else:\n{pad}    {result} = _launcher_key_of({var})\n")
+
+
 _TEMPLATE = '''\
 def launch(_launcher_grid, /, {signature}):
     if _launcher_extra:
@@ -146,7 +215,7 @@ def launch(_launcher_grid, /, {signature}):
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, _launcher_options, None)
     _launcher_key = None
     try:
-        _launcher_key = ({keys}_launcher_device())
+{prelude}        _launcher_key = ({keys}_launcher_device())
         _launcher_entry = _launcher_cache[_launcher_key]
     except KeyError:
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, _launcher_key)
@@ -317,40 +386,37 @@ class BundleKernel:
     def _generate(self):
         variants, raw = self._variants, self._raw
         signature, stream, namespace = _signature(self.params, self._layer_names, with_extra=True)
-        keys = []
         torch = sys.modules.get("torch") if _torch_cuda() and _torch_raw else None  # tensors keyed inline
+        keys, prelude = [], []
         for i, p in enumerate(self.params):
-            kinds = {v.spec.args[i].kind for v in variants}
-            types = {v.spec.args[i].type for v in variants}
-            a, key = p.name, f"_launcher_k{i}({p.name})"
+            a = p.name
             if p.constexpr:
-                fn = constexpr_key
-            elif p.name in raw:
-                fn = raw_key
-            elif kinds == {"pointer"}:
-                fn = key_of_pointer
-                if torch is not None:  # key_of_pointer inlined for torch tensors, which become their address
-                    key = (f"(({a}.__class__, {a}.dtype, not ({a} := {a}.data_ptr()) & 15) "
-                           f"if {a}.__class__ is _launcher_TENSOR else {key})")
-            elif kinds <= {"scalar", "constexpr"} and types - {"constexpr"} <= set(S.INT_RANGES) - {"i1", "u1"}:
-                fn = key_of_int  # inlined for ints in the i32 and i64 ranges
-                key = (f"((_launcher_ONE if {a} == 1 else _launcher_SMALL_INTS[({a} < 0) * 2 + (not {a} & 15)]) "
-                       f"if {_I32_LO} <= {a} <= {_I32_HI} else _launcher_LONG_INTS[({a} < 0) * 2 + (not {a} & 15)] "
-                       f"if {_I64_LO} <= {a} <= {_I64_HI} else {key}) if {a}.__class__ is int else {key}")
-            elif kinds == {"scalar"} and types <= set(S.FLOATS):
-                fn = key_of  # inlined for floats
-                key = f"(_launcher_FLOAT if {a}.__class__ is float else {key})"
+                namespace[f"_launcher_k{i}"] = constexpr_key
+                key = f"_launcher_k{i}({a})"
+            elif a in raw:
+                namespace[f"_launcher_k{i}"] = raw_key
+                key = f"_launcher_k{i}({a})"
             else:
-                fn = key_of
-            namespace[f"_launcher_k{i}"] = fn
+                leaf = _leaf_kind([v.spec.args[i] for v in variants])
+                # the function whose key the inline code computes (the tests compare the two)
+                namespace[f"_launcher_k{i}"] = _KEY_OF.get(leaf if isinstance(leaf, str) else "tuple", key_of)
+                if leaf == "pointer" and torch is not None:  # a torch tensor becomes its address here
+                    key = (f"(({a}.__class__, {a}.dtype, not ({a} := {a}.data_ptr()) & 15) "
+                           f"if {a}.__class__ is _launcher_TENSOR else _launcher_key_of_pointer({a}))")
+                elif isinstance(leaf, list):  # a tuple of a known structure: keyed item by item
+                    key = f"_launcher_t{i}"
+                    _tuple_key_lines(prelude, a, leaf, key, 2, torch is not None)
+                else:
+                    key = _leaf_key(a, leaf, torch is not None)
             keys.append(key + ", ")
         positional = sum(1 for p in self.params if not p.keyword_only)
         namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache,
                          _launcher_device=_torch_raw[0] if _torch_raw else _current_device,
                          _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many,
-                         _launcher_TENSOR=torch.Tensor if torch is not None else None, _launcher_ONE=_ONE,
-                         _launcher_SMALL_INTS=_SMALL_INTS, _launcher_LONG_INTS=_LONG_INTS, _launcher_FLOAT=_FLOAT)
-        source = _TEMPLATE.format(signature=signature, stream=stream, count=positional,
+                         _launcher_TENSOR=torch.Tensor if torch is not None else None, _launcher_FLOAT=_FLOAT,
+                         _launcher_IK=_INT_KEYS_SEEN, _launcher_key_of=key_of, _launcher_key_of_int=key_of_int,
+                         _launcher_key_of_pointer=key_of_pointer, _launcher_key_of_descriptor=key_of_descriptor)
+        source = _TEMPLATE.format(signature=signature, stream=stream, count=positional, prelude="".join(prelude),
                                   names="".join(f"{n}, " for n in self.names), keys="".join(keys))
         self._call = _compile(source, "launch", namespace, self.name)
         return self._call

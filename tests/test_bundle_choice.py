@@ -176,12 +176,87 @@ def test_the_generated_call_keys_as_the_key_functions_do(scale, monkeypatch, tor
     fresh._slow = lambda grid, stream, args, options, key: keys.append(key)
     call = fresh._generate()
     source = "".join(__import__("linecache").getlines(call.__code__.co_filename))
-    assert ("_launcher_TENSOR" in source) == torch_tensors and "_launcher_LONG_INTS" in source
+    assert ("_launcher_TENSOR" in source) == torch_tensors and "_launcher_IK.get(n)" in source
     assert "_launcher_FLOAT if scale.__class__ is float" in source
     fresh[(1,)](x, out, n, stride, s, **kwargs)
     values = (x, out, n, stride, s, kwargs.get("BLOCK", BK.V.MISSING))
     namespace = call.__globals__
     assert keys == [tuple(namespace[f"_launcher_k{i}"](v) for i, v in enumerate(values)) + (0,)], (values, keys)
+
+
+@pytest.fixture(scope="module")
+def tuples(tmp_path_factory):
+    """The bundled tests/kernels.tuple_kernel (a tuple and a nested tuple), two variants."""
+    import kernels as K
+
+    path = tmp_path_factory.mktemp("tuples") / "tuples.bundle"
+    with cpu_triton(90, K.tuple_kernel):
+        cks = [K.tuple_kernel.warmup(FakeTensor(A, tl.float32), (FakeTensor(p, tl.float32), n, 3),
+                                     ((FakeTensor(A, tl.float32), m), (5, 0.5)), 2, 1.5, grid=(1,))
+               for p, n, m in ((A, 16, 4), (U, 7, 16))]
+        launcher.export(path, *cks)
+        del cks
+        yield launcher.load_bundle(path).tuple_kernel
+
+
+ITEMS = st.one_of(TENSORS, INTS, SCALES, st.none(), st.booleans())
+TUPLE_LIKE = st.one_of(st.tuples(TENSORS, INTS, st.just(3)), st.tuples(TENSORS, INTS, INTS),
+                       st.lists(ITEMS, max_size=4), st.tuples(ITEMS, ITEMS), st.lists(ITEMS, max_size=3).map(tuple))
+NESTED_LIKE = st.one_of(st.tuples(st.tuples(TENSORS, INTS), st.tuples(st.just(5), SCALES)),
+                        st.tuples(st.one_of(TUPLE_LIKE, ITEMS), st.one_of(TUPLE_LIKE, ITEMS)), TUPLE_LIKE, ITEMS)
+
+
+@pytest.mark.parametrize("torch_tensors", [False, True])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(out=TENSORS, t=TUPLE_LIKE, nested=NESTED_LIKE, scale=SCALES)
+def test_the_generated_call_keys_tuples_as_key_of_does(tuples, monkeypatch, torch_tensors, out, t, nested, scale):
+    """Tuples whose structure every variant shares are keyed item by item inline: the key the
+    generated call computes is key_of's, for tuples of that length and for anything else (other
+    lengths, lists, scalars), so equal keys still choose alike."""
+    if torch_tensors:
+        torch = type(sys)("torch")
+        torch.Tensor = FakeTensor
+        monkeypatch.setitem(sys.modules, "torch", torch)
+        monkeypatch.setattr(BK, "_torch_raw", [lambda: 0, lambda device: 0])
+    else:
+        monkeypatch.delitem(sys.modules, "torch", raising=False)
+        monkeypatch.setattr(BK, "_torch_raw", [])
+        monkeypatch.setattr(BK, "_current_device", lambda: 0)
+    fresh = BK.BundleKernel(tuples.bundle, tuples.entry, tuples._variants)
+    keys = []
+    fresh._slow = lambda grid, stream, args, options, key: keys.append(key)
+    call = fresh._generate()
+    source = "".join(__import__("linecache").getlines(call.__code__.co_filename))
+    assert "if t.__class__ is tuple and len(t) == 3:" in source and "if _launcher_t2_0.__class__ is tuple" in source
+    fresh[(1,)](out, t, nested, 2, scale)
+    assert keys == [(BK.key_of_pointer(out), BK.key_of(t), BK.key_of(nested), BK.constexpr_key(2),
+                     BK.key_of(scale), 0)], (t, nested)
+
+
+DESCRIPTOR_BLOCKS = st.sampled_from([[64, 64], [64, 32], [32, 64], [16]])
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.tuples(TENSORS, DESCRIPTOR_BLOCKS, st.sampled_from([None, "swizzle128", "swizzle64"])),
+       b=st.tuples(TENSORS, DESCRIPTOR_BLOCKS, st.sampled_from([None, "swizzle128", "swizzle64"])))
+def test_a_descriptor_key_holds_what_its_triton_type_says(a, b):
+    """key_of_descriptor skips formatting Triton's type string of a host descriptor, but keys
+    everything in it: descriptors with equal keys have equal types (so choose alike)."""
+    import types
+
+    from launcher.specialization import _tensordesc_type
+
+    def desc(base, block, layout):
+        d = types.SimpleNamespace(base=base, shape=[64] * len(block), strides=[1] * len(block), block_shape=block)
+        if layout is not None:
+            d.layout = layout
+        return d
+
+    da, db = desc(*a), desc(*b)
+    if BK.key_of_descriptor(da) == BK.key_of_descriptor(db):
+        assert _tensordesc_type(da) == _tensordesc_type(db)
+    assert BK.key_of_descriptor(types.SimpleNamespace(base=None, block_shape=[1])) == \
+        BK.key_of(types.SimpleNamespace(base=None, block_shape=[1]))
 
 
 # ---- the rules, one by one ----
