@@ -248,8 +248,10 @@ def __call__(_p, *args, **kwargs):
 
 def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
     """The __call__ of one prepared launch. params: for each kernel parameter, (kind, check)
-    where kind is "pointer", "int", "float", "bool" or "constexpr" and check the data its test
-    needs (see launcher.prepared); None where new arguments have no fast path (only p() has).
+    where kind is "pointer", "int", "float", "bool", "constexpr", "tuple" or "descriptor" and
+    check the data its test needs (see launcher.prepared; a tuple's is the (kind, check) of each
+    item, a descriptor's ends with the launcher's encoder of it); None
+    where new arguments have no fast path (only p() has).
     Anything the fast tests do not pass goes to _p.launch, which checks and explains."""
     if params is None:
         return _compile_prepared(mode, PREPARED_SAME_ONLY.format(
@@ -270,35 +272,7 @@ def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
         unpack += f"        {', '.join(names[n_min:])}, = {', '.join(f'C{i}' for i in range(n_min, len(params)))},\n"
     ns["ARITIES"] = frozenset({n_min, len(params)})
     for i, (kind, check) in enumerate(params):
-        a, v = names[i], f"v{i}"
-        fallback = "return _p.launch(*args)"
-        if kind == "constexpr":
-            ns[f"C{i}"] = check
-            lines.append(f"    if {a} is not C{i} and ({a}.__class__ is not C{i}.__class__ or {a} != C{i}): {fallback}")
-            continue
-        if kind == "pointer":
-            cls, dtype, aligned = check
-            ns[f"T{i}"], ns[f"D{i}"] = cls, dtype
-            lines.append(f"    if {a}.__class__ is T{i} and {a}.dtype is D{i}:")
-            lines.append(f"        {v} = {a}.data_ptr()")
-            lines.append(f"    elif {a}.__class__ is int:")
-            lines.append(f"        {v} = {a}")
-            lines.append(f"    else:")
-            lines.append(f"        {fallback}")
-            if aligned:
-                lines.append(f"    if {v} & 15: {fallback}")
-        elif kind == "int":
-            lo, hi, aligned = check
-            cond = f"{a}.__class__ is not int or {a} < {lo} or {a} > {hi}" + (f" or {a} & 15" if aligned else "")
-            lines.append(f"    if {cond}: {fallback}")
-            v = a
-        elif kind == "float":
-            lines.append(f"    if {a}.__class__ is not float: {fallback}")
-            v = a
-        elif kind == "bool":
-            lines.append(f"    if {a}.__class__ is not bool: {fallback}")
-            v = a
-        values.append(v)
+        _prepared_checks(kind, check, names[i], str(i), lines, values, ns)
     if callable_grid:
         keys = ", ".join(f"{n!r}: {a}" for n, a in zip(namespace["PARAM_NAMES"], names))
         grid = (f"    g = GRID({{{keys}}})\n"
@@ -311,6 +285,59 @@ def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
         same_args=_PREPARED_SAME_ARGS[mode], unpack=unpack, checks="".join(x + "\n" for x in lines),
         grid=grid, grid3=grid3, values=", ".join(values + ["0", "0"]), launch=_PREPARED_LAUNCH[mode])
     return _compile_prepared(mode, source, ns)
+
+
+def _prepared_checks(kind, check, a, tag, lines, values, ns):
+    """The lines testing argument (or tuple item) `a` against what the kernel was compiled for
+    (kind and check as generate_prepared takes them; a tuple's check is its items' (kind, check)),
+    appending the packed values it gives to `values`; `tag` names its constants in `ns`."""
+    fallback = "return _p.launch(*args)"
+    v = f"v{tag}"
+    if kind == "tuple":  # a tuple of that length, unpacked; its items checked in turn
+        items = [f"{a}_{j}" for j in range(len(check))]
+        lines.append(f"    if {a}.__class__ is not tuple or len({a}) != {len(check)}: {fallback}")
+        if items:
+            lines.append(f"    {', '.join(items)}, = {a}")
+        for j, ((k, c), item) in enumerate(zip(check, items)):
+            _prepared_checks(k, c, item, f"{tag}_{j}", lines, values, ns)
+        return
+    if kind == "constexpr":
+        ns[f"C{tag}"] = check
+        lines.append(f"    if {a} is not C{tag} and ({a}.__class__ is not C{tag}.__class__ or {a} != C{tag}): {fallback}")
+        return
+    if kind == "descriptor":  # a host descriptor of the prepared class, dtype and block: its encoder's parameters
+        ns[f"X{tag}"], ns[f"T{tag}"], ns[f"D{tag}"], ns[f"B{tag}"], ns[f"E{tag}"] = check
+        lines.append(f"    if {a}.__class__ is not X{tag} or {a}.base.__class__ is not T{tag} or "
+                     f"{a}.base.dtype is not D{tag} or {a}.block_shape != B{tag}: {fallback}")
+        lines.append("    try:")
+        lines.append(f"        vs{tag} = E{tag}({a})")
+        lines.append("    except Exception:  # the general path names the parameter and what is wrong")
+        lines.append(f"        {fallback}")
+        values.append(f"*vs{tag}")
+        return
+    if kind == "pointer":
+        cls, dtype, aligned = check
+        ns[f"T{tag}"], ns[f"D{tag}"] = cls, dtype
+        lines.append(f"    if {a}.__class__ is T{tag} and {a}.dtype is D{tag}:")
+        lines.append(f"        {v} = {a}.data_ptr()")
+        lines.append(f"    elif {a}.__class__ is int:")
+        lines.append(f"        {v} = {a}")
+        lines.append(f"    else:")
+        lines.append(f"        {fallback}")
+        if aligned:
+            lines.append(f"    if {v} & 15: {fallback}")
+    elif kind == "int":
+        lo, hi, aligned = check
+        cond = f"{a}.__class__ is not int or {a} < {lo} or {a} > {hi}" + (f" or {a} & 15" if aligned else "")
+        lines.append(f"    if {cond}: {fallback}")
+        v = a
+    elif kind == "float":
+        lines.append(f"    if {a}.__class__ is not float: {fallback}")
+        v = a
+    elif kind == "bool":
+        lines.append(f"    if {a}.__class__ is not bool: {fallback}")
+        v = a
+    values.append(v)
 
 
 def _compile_prepared(mode, source, ns):
@@ -385,24 +412,13 @@ GUARD_BODY = '''\
     _lg_run(_lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_fn, _lg_pmd, _lg_md, _lg_enter, _lg_leave, {passed})
     return _lg_ck'''
 
-# An integer argument's key: 1 (where Triton specializes it), else its range's code (Triton's
-# i32 / i64 / u64 ranges, launcher.spec.INT_RANGES), plus 1 when not divisible by 16 where the
-# parameter is aligned (always, where it is not). fast_dispatch keys tuple items with the same codes.
-GUARD_INT_CODES = {"i32": 2, "i64": 4, "u64": 6}
-_DO_NOT_SPECIALIZE_CODES = {"i32": 8, "i64": 9, "u64": 10}  # the type alone
-
-_INT_KEY = '''\
-            if {{spec1}}{{a}} == 1:
-                {{k}} = 1
-            elif {i32[0]} <= {{a}} <= {i32[1]}:
-                {{k}} = {{i32}}
-            elif {i64[0]} <= {{a}} <= {i64[1]}:
-                {{k}} = {{i64}}
-            elif 0 <= {{a}} <= {u64[1]}:
-                {{k}} = {{u64}}
-            else:
-                raise _lg_NoKey("an integer beyond 64 bits")
-'''.format(i32=S.INT_RANGES["i32"], i64=S.INT_RANGES["i64"], u64=S.INT_RANGES["u64"])
+# An integer argument's key is launcher.fast_dispatch.int_key's (the rule lives there): the
+# generated code looks the int up in that function's table for the parameter's flags first.
+_INT_KEY = """\
+            {k} = _lg_IK_{flags}.get({a})
+            if {k} is None:
+                {k} = _lg_int_key({a}, {specialize}, {align})
+"""
 
 
 def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None):
@@ -445,11 +461,7 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None):
             passed.append(a)
             plain = []
             tensor = [f"{k} = (_lg_TENSOR, {a}.dtype, {aligned})"]
-        if specialize:
-            code = {t: f"{c} + ({a} & 15 != 0)" if align else str(c + 1) for t, c in GUARD_INT_CODES.items()}
-            int_key = _INT_KEY.format(a=a, k=k, spec1="", **code)
-        else:  # do_not_specialize: the type alone, and 1 stays an integer
-            int_key = _INT_KEY.format(a=a, k=k, spec1="False and ", **_DO_NOT_SPECIALIZE_CODES)
+        int_key = _INT_KEY.format(a=a, k=k, flags=f"{int(specialize)}{int(align)}", specialize=specialize, align=align)
         simple = sorted(["_lg_c is float", "_lg_c is bool", f"{a} is None"],
                         key=lambda t: not (hint is not None and t.startswith(f"_lg_c is {hint.__name__}")))
         branches = {  # floats, bools and None key by their class

@@ -190,7 +190,7 @@ class PreparedLaunch:
         if any(kind == "autotune" and (choice[0] is not None or choice[1].pre_hook is not None)
                for kind, _, choice in self.layers):
             return True
-        return any(a.kind in ("tuple", "tensordesc", "tensormap") for a in spec.args)
+        return False  # per argument: _param_checks
 
     def _grid(self, values, grid):
         if grid is None:
@@ -269,12 +269,30 @@ def _param_checks(p) -> list | None:
     """What the generated fast path tests for each parameter, or None for no fast path."""
     if p._needs_general_path():
         return None
+    return _checks(p.spec.args, p.values, (), frozenset(p.spec.aligned), p._launcher._shape.encoders)
+
+
+def _checks(args, values, prefix, aligned, encoders) -> list | None:
+    """The (kind, check) of each of `args` (spec Args at `prefix`) prepared with `values`, or
+    None where one has no fast test (tensor maps, arrays, addresses): then every new call goes
+    through `launch`. encoders: the launcher's, by argument path (host tensor descriptors)."""
     checks = []
-    aligned = frozenset(p.spec.aligned)
-    for i, (arg, value) in enumerate(zip(p.spec.args, p.values)):
-        path = (i,)
+    for i, (arg, value) in enumerate(zip(args, values)):
+        path = prefix + (i,)
         if arg.kind == "constexpr":
             checks.append(("constexpr", value))
+        elif arg.kind == "tuple":  # prepared with a tuple of its length: its items, in turn
+            if value.__class__ is not tuple or len(value) != len(arg.children):
+                return None
+            items = _checks(arg.children, value, path, aligned, encoders)
+            if items is None:
+                return None
+            checks.append(("tuple", items))
+        elif arg.kind == "tensordesc":  # what the kernel assumed of it: its dtype and block shape
+            base, block = getattr(value, "base", None), getattr(value, "block_shape", None)
+            if block is None or not hasattr(base, "dtype") or not callable(getattr(base, "data_ptr", None)):
+                return None
+            checks.append(("descriptor", (value.__class__, base.__class__, base.dtype, list(block), encoders[path])))
         elif arg.kind == "pointer":
             if value.__class__ is int or value is None:
                 return None  # prepared with an address: the general path checks new ones

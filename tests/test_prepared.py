@@ -217,7 +217,7 @@ def test_launch_hooks_run_when_set_and_the_default_empty_chains_count_as_unset()
         saved.calls.clear()
 
 
-def test_tuples_and_scalars_go_through_the_general_path_and_check():
+def test_tuples_are_checked_item_by_item():
     values = (FakeTensor(A0, tl.float32), (FakeTensor(A0, tl.float32), 16, 3), ((FakeTensor(A0, tl.float32), 4), (1, 0.5)), 2, 1.5)
     p, ck = prepared(K.tuple_kernel, values)
     assert p(*values) == CudaLauncher(ck.src, ck.metadata).dry_run(4, 1, 1, 0x5EA, 0xF00, p.spec.packed_metadata,
@@ -228,6 +228,51 @@ def test_tuples_and_scalars_go_through_the_general_path_and_check():
     p(values[0], (values[1][0], 16, 4), *values[2:])  # t[2] is an i32 here: 3 is no constexpr
     with pytest.raises(AssumptionError, match=r"parameter 'nested\[1\]\[0\]': the kernel was compiled for the constexpr 1, got 2"):
         p(values[0], values[1], ((values[2][0][0], 4), (2, 0.5)), *values[3:])
+
+
+TUPLE_VALUES = (FakeTensor(A0, tl.float32), (FakeTensor(A0, tl.float32), 16, 3),
+                ((FakeTensor(A0, tl.float32), 4), (1, 0.5)), 2, 1.5)
+ITEMS = st.one_of(TENSORS, INTS, st.sampled_from([0.5, 1.5, 2.0, True, None]))
+T = st.one_of(st.tuples(TENSORS, INTS, st.sampled_from([3, 3, 4])), st.tuples(TENSORS, INTS),
+              st.lists(ITEMS, min_size=3, max_size=3), st.tuples(ITEMS, ITEMS, ITEMS))
+NESTED = st.one_of(st.tuples(st.tuples(TENSORS, INTS), st.tuples(st.sampled_from([1, 1, 2]), st.sampled_from([0.5, 2.0, 3]))),
+                   st.tuples(st.tuples(TENSORS, INTS, INTS), st.tuples(ITEMS, ITEMS)),
+                   st.tuples(st.lists(ITEMS, min_size=2, max_size=2), st.tuples(ITEMS, ITEMS)))
+
+
+@pytest.fixture(scope="module")
+def tuple_prepared():
+    return prepared(K.tuple_kernel, TUPLE_VALUES)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(TENSORS, T, NESTED, st.sampled_from([2, 2, 3]), st.sampled_from([1.5, 0.25, 2]))
+def test_tuple_arguments_take_the_fast_path_and_it_agrees_with_the_general_one(tuple_prepared, out, t, nested, k,
+                                                                                 scale):
+    """Tuples are checked item by item in the generated code: a call it takes packs the bytes the
+    general path packs, and one it does not take is refused (or packed) as the general path does."""
+    p, ck = tuple_prepared
+    values = (out, t, nested, k, scale)
+    results = []
+    for call in (p, p.launch):
+        try:
+            results.append(("bytes", call(*values)))
+        except AssumptionError as e:
+            results.append(("refused", str(e)))
+        except (TypeError, OverflowError, ValueError) as e:
+            results.append(("error", f"{type(e).__name__}: {e}"))
+    assert results[0] == results[1], results
+    if results[0][0] == "bytes":
+        assert results[0][1] == CudaLauncher(ck.src, ck.metadata).dry_run(4, 1, 1, 0x5EA, 0xF00, p.spec.packed_metadata,
+                                                                          None, None, None, *values)
+
+
+def test_a_prepared_tuple_kernel_has_a_fast_path():
+    import inspect
+
+    p, _ = prepared(K.tuple_kernel, TUPLE_VALUES)
+    source = inspect.getsource(type(p).__call__)
+    assert "if a1.__class__ is not tuple or len(a1) != 3:" in source and "a2_0_0.data_ptr()" in source
 
 
 def test_a_kernel_with_unknown_assumptions_cannot_be_prepared():
@@ -279,3 +324,45 @@ def test_an_autotune_key_that_chooses_another_config_is_refused():
         p(x, x, x, 4096)
     with pytest.raises(AssumptionError, match=r"key \(8192, .*\) was never tuned"):
         p(x, x, x, 8192)
+
+
+@pytest.mark.parametrize("arch", [80, 90])  # descriptors decomposed (sm_80) or TMA-lowered (sm_90)
+def test_host_descriptors_take_the_fast_path_and_it_agrees_with_the_general_one(arch, monkeypatch):
+    """A new host TensorDescriptor of the prepared class, dtype and block shape goes through the
+    generated code (its launcher's encoder gives the parameters); the bytes equal the general
+    path's, and another dtype or block is refused as the general path refuses it. The C tensor-map
+    encoder is swapped for one that writes the address (no GPU here)."""
+    import inspect
+
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from launcher import driver
+    from triton_compile import compile_cpu
+
+    monkeypatch.setattr(driver, "tensor_map_encoder", lambda *conventions: lambda a, shape, strides: a.to_bytes(8, "little") * 16)
+    monkeypatch.setattr(driver, "driver_version", lambda: 13000)
+    sig = (("in_desc", "tensordesc<fp16[64, 64]>"), ("out_desc", "tensordesc<fp16[64, 64]>"), ("BM", "constexpr"),
+           ("BN", "constexpr"))
+    ck = compile_cpu(K.tma_copy_kernel, sig, (("BM", 64), ("BN", 64)), arch)
+
+    def desc(address, dtype=tl.float16, block=(64, 64)):
+        return TensorDescriptor(FakeTensor(address, dtype), [256, 128], [128, 1], list(block))
+
+    values = (desc(A0), desc(A0 + 0x8000), 64, 64)
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    p = PreparedLaunch(spec, A.jit_parameters(K.tma_copy_kernel), values, {}, (1,), function=0xF00,
+                       stream=lambda: 0x5EA, compiled=ck, dry_run=True)
+    source = inspect.getsource(type(p).__call__)
+    assert "vs0 = E0(a0)" in source and "*vs1" in source
+    for new in [(desc(A0 + 0x100), desc(A0 + 0x200), 64, 64), (desc(A1), desc(A0), 64, 64),
+                (desc(A0, tl.float32), desc(A0), 64, 64), (desc(A0, block=(32, 64)), desc(A0), 64, 64),
+                (desc(A0), desc(A0), 64, 32)]:
+        results = []
+        for call in (p, p.launch):
+            try:
+                results.append(("bytes", call(*new)))
+            except AssumptionError as e:
+                results.append(("refused", str(e)))
+        assert results[0] == results[1], (new, results)
+    assert p(*values) == CudaLauncher(ck.src, ck.metadata).dry_run(1, 1, 1, 0x5EA, 0xF00, p.spec.packed_metadata,
+                                                                   None, None, None, *values)
