@@ -175,7 +175,36 @@ def classify(value, specialize: bool, align: bool, tensor=None):
 _I32_LO, _I32_HI = S.INT_RANGES["i32"]
 _I64_LO, _I64_HI = S.INT_RANGES["i64"]
 _U64_HI = S.INT_RANGES["u64"][1]
-_I32_CODE, _I64_CODE, _U64_CODE = (codegen.GUARD_INT_CODES[t] for t in ("i32", "i64", "u64"))
+# (specialize, align) -> {int: its key}: the ints calls have passed (sizes, strides, flags), looked
+# up by the generated code before it calls int_key; bounded, and a pure function of the int.
+_INT_KEYS = {(s, a): {} for s in (True, False) for a in (True, False)}
+_INT_KEYS_MAX = 8192
+
+
+def int_key(v: int, specialize: bool = True, align: bool = True) -> int:
+    """The key of an int argument: what decides which kernel Triton compiles for it. Where the
+    parameter is specialized: 1 for 1 (Triton makes it a constexpr), else its range's code (i32 2,
+    i64 4, u64 6: launcher.spec.INT_RANGES), plus 1 when it is not divisible by 16 or the
+    parameter is not specialized on alignment. A do_not_specialize parameter: the range alone
+    (8, 9, 10). NoKey beyond 64 bits (Triton refuses it)."""
+    if _I32_LO <= v <= _I32_HI:
+        code = 2
+    elif _I64_LO <= v <= _I64_HI:
+        code = 4
+    elif 0 <= v <= _U64_HI:
+        code = 6
+    else:
+        raise NoKey("an integer beyond 64 bits")
+    if not specialize:
+        key = code // 2 + 7
+    elif v == 1:
+        key = 1
+    else:
+        key = code + (v & 15 != 0 if align else 1)
+    table = _INT_KEYS[specialize, align]
+    if len(table) < _INT_KEYS_MAX:
+        table[v] = key
+    return key
 
 
 def _item_key(v, tensor):
@@ -185,15 +214,8 @@ def _item_key(v, tensor):
     if cls is tensor:
         return (v.dtype, not v.data_ptr() & 15)
     if cls is int:
-        if v == 1:
-            return 1
-        if _I32_LO <= v <= _I32_HI:
-            return _I32_CODE + (v & 15 != 0)
-        if _I64_LO <= v <= _I64_HI:
-            return _I64_CODE + (v & 15 != 0)
-        if 0 <= v <= _U64_HI:
-            return _U64_CODE + (v & 15 != 0)
-        raise NoKey("an integer beyond 64 bits")
+        key = _INT_KEYS[True, True].get(v)
+        return key if key is not None else int_key(v)
     if cls is float or cls is bool or v is None:
         return cls  # by class, as the generated code keys them
     key = classify(v, True, True, tensor)
@@ -273,8 +295,10 @@ class Guard:
             "_lg_NO_CACHES": _NO_CACHES,
             "_lg_redispatch": self._redispatch, "_lg_LIVE": False,
             "_lg_check_globals": A.check_used_globals, "_lg_HOOK_CHAIN": A.hook_chain_type(),
-            "_lg_HITS": _hits, "_lg_classify": classify, "_lg_TENSOR": tensor,
+            "_lg_HITS": _hits, "_lg_classify": classify, "_lg_TENSOR": tensor, "_lg_int_key": int_key,
         }
+        for (specialize, align), table in _INT_KEYS.items():
+            ns[f"_lg_IK_{int(specialize)}{int(align)}"] = table
         knobs = []
         for i, (holder, attr) in enumerate(A.dispatch_knobs()):
             ns[f"_lg_KNOB_{i}"] = holder

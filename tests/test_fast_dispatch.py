@@ -593,3 +593,28 @@ def test_the_knobs_in_the_key_are_those_tritons_run_reads():
     assert read and all(name == attr for name, _, attr in read)
     want = [(getattr(triton.knobs, holder), attr) for _, holder, attr in read]
     assert [(h, a) for h, a in fast_dispatch.A.dispatch_knobs()] == want
+
+
+@pytest.mark.parametrize("specialize, align", [(True, True), (True, False), (False, True), (False, False)])
+def test_an_int_key_is_its_class_and_the_table_remembers_it(specialize, align):
+    """int_key, the one rule for an int argument's key (the generated guard looks ints up in its
+    table first): 1 only where Triton specializes it, the i32 / i64 / u64 range, divisibility by 16
+    only where Triton looks at it; NoKey beyond 64 bits."""
+    from launcher.fast_dispatch import _INT_KEYS, NoKey, int_key
+
+    def expected(v):
+        rng = 0 if -2**31 <= v < 2**31 else 1 if -2**63 <= v < 2**63 else 2
+        if not specialize:
+            return 8 + rng
+        if v == 1:
+            return 1
+        return 2 + 2 * rng + (not align or v % 16 != 0)
+
+    edges = [0, 1, 2, 15, 16, 17, -1, -16, 2**31 - 16, 2**31 - 1, 2**31, 2**31 + 16, -2**31, -2**31 - 1,
+             2**63 - 16, 2**63 - 1, 2**63, 2**63 + 16, -2**63, 2**64 - 16, 2**64 - 1]
+    keys = {v: int_key(v, specialize, align) for v in edges}
+    assert keys == {v: expected(v) for v in edges}
+    assert all(_INT_KEYS[specialize, align].get(v) == k for v, k in keys.items())
+    for v in (2**64, -2**63 - 1):
+        with pytest.raises(NoKey, match="beyond 64 bits"):
+            int_key(v, specialize, align)
