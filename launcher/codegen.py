@@ -306,13 +306,15 @@ def _prepared_checks(kind, check, a, tag, lines, values, ns):
         lines.append(f"    if {a} is not C{tag} and ({a}.__class__ is not C{tag}.__class__ or {a} != C{tag}): {fallback}")
         return
     if kind == "descriptor":  # a host descriptor of the prepared class, dtype and block: its encoder's parameters
-        ns[f"X{tag}"], ns[f"T{tag}"], ns[f"D{tag}"], ns[f"B{tag}"], ns[f"E{tag}"] = check
-        lines.append(f"    if {a}.__class__ is not X{tag} or {a}.base.__class__ is not T{tag} or "
-                     f"{a}.base.dtype is not D{tag} or {a}.block_shape != B{tag}: {fallback}")
-        lines.append("    try:")
-        lines.append(f"        vs{tag} = E{tag}({a})")
-        lines.append("    except Exception:  # the general path names the parameter and what is wrong")
-        lines.append(f"        {fallback}")
+        ns[f"X{tag}"], ns[f"T{tag}"], ns[f"D{tag}"], block, ns[f"E{tag}"] = check
+        ns[f"B{tag}"], ns[f"BT{tag}"] = list(block), tuple(block)  # a block shape given as a list or a tuple
+        lines.append(f"    if {a}.__class__ is not X{tag}: {fallback}")
+        lines.append("    try:  # anything else, or an encoder's error: the general path names the parameter and what is wrong")
+        lines.append(f"        vs{tag} = E{tag}({a}) if {a}.base.__class__ is T{tag} and {a}.base.dtype is D{tag} and "
+                     f"({a}.block_shape == B{tag} or {a}.block_shape == BT{tag}) else None")
+        lines.append("    except Exception:")
+        lines.append(f"        vs{tag} = None")
+        lines.append(f"    if vs{tag} is None: {fallback}")
         values.append(f"*vs{tag}")
         return
     if kind == "pointer":
@@ -369,7 +371,8 @@ GUARD_BODY = '''\
         return _lg_redispatch(grid, _lg_options, ({names}))
     if _lg_JIT.pre_run_hooks or _lg_RT.add_stages_inspection_hook is not None:
         return _lg_fallback("pre-run hooks or a stages hook", grid, False, _lg_options, ({names}))
-    try:
+    try:  # Triton's path is taken after it, never in it (its errors are not the key's)
+        _lg_no = None  # an argument's class never keys: its NoKey (counted without a str() per call)
         _lg_okey = frozenset(_lg_options.items()) if _lg_options else ()
         _lg_dev = _lg_DEVICE()
 {classify}        _lg_key = (_lg_dev, _lg_JIT.debug, {knobs}_lg_okey, {keys})
@@ -378,6 +381,8 @@ GUARD_BODY = '''\
         return _lg_fallback(str(_lg_reason), grid, False, _lg_options, ({names}))
     except TypeError:
         return _lg_fallback("an argument that cannot be a key (unhashable)", grid, False, _lg_options, ({names}))
+    if _lg_no is not None:
+        return _lg_fallback(_lg_no, grid, False, _lg_options, ({names}))
     if _lg_e is not None:
         _lg_hash, _lg_kc, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd = _lg_e
         if _lg_hash is _lg_JIT.hash and _lg_kc is (_lg_JIT.device_caches.get(_lg_dev) or _lg_NO_CACHES)[0]:
@@ -437,7 +442,6 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None):
     sig = []
     all_names = [p[0] for p in params]
     names_tuple = ", ".join(all_names) + ("," if len(all_names) == 1 else "")
-    fallback = f"return _lg_fallback({{k}}, grid, False, _lg_options, ({names_tuple}))"  # a class's NoKey
     for i, (pname, is_constexpr, specialize, align) in enumerate(params):
         a, k, d, v = pname, f"_lg_k{i}", f"_lg_d{i}", f"_lg_p{i}"
         sig.append(f"{a}=_lg_DEFAULT_{i}" if f"_lg_DEFAULT_{i}" in namespace else a)
@@ -480,7 +484,7 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None):
         lines += ["            " + x for x in plain]
         lines.append(f"            {k} = _lg_classify({a}, {specialize}, {align}, _lg_TENSOR)")
         lines.append(f"            if {k}.__class__ is _lg_NoKey:")
-        lines.append("                " + fallback.format(k=k))
+        lines.append(f"                _lg_no = {k}")
     bound = ", ".join(f"{n!r}: {n}" for n in all_names)
     body = GUARD_BODY.format(names=names_tuple, classify="".join(x + "\n" for x in lines), keys=", ".join(keys),
                              bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))

@@ -292,7 +292,7 @@ def _checks(args, values, prefix, aligned, encoders) -> list | None:
             base, block = getattr(value, "base", None), getattr(value, "block_shape", None)
             if block is None or not hasattr(base, "dtype") or not callable(getattr(base, "data_ptr", None)):
                 return None
-            checks.append(("descriptor", (value.__class__, base.__class__, base.dtype, list(block), encoders[path])))
+            checks.append(("descriptor", (value.__class__, base.__class__, base.dtype, tuple(block), encoders[path])))
         elif arg.kind == "pointer":
             if value.__class__ is int or value is None:
                 return None  # prepared with an address: the general path checks new ones

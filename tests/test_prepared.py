@@ -273,6 +273,13 @@ def test_a_prepared_tuple_kernel_has_a_fast_path():
     p, _ = prepared(K.tuple_kernel, TUPLE_VALUES)
     source = inspect.getsource(type(p).__call__)
     assert "if a1.__class__ is not tuple or len(a1) != 3:" in source and "a2_0_0.data_ptr()" in source
+    general, fell_back = p.launch, []
+    p.launch = lambda *a, **k: fell_back.append(a) or general(*a, **k)  # what the generated code falls back to
+    x = FakeTensor(A0 + 0x40, tl.float32)
+    p(x, (x, 32, 3), ((x, 20), (1, 2.5)), 2, 0.5)
+    assert not fell_back
+    p(x, [x, 32, 3], ((x, 20), (1, 2.5)), 2, 0.5)  # a list: the general path takes it
+    assert len(fell_back) == 1
 
 
 def test_a_kernel_with_unknown_assumptions_cannot_be_prepared():
@@ -366,3 +373,25 @@ def test_host_descriptors_take_the_fast_path_and_it_agrees_with_the_general_one(
         assert results[0] == results[1], (new, results)
     assert p(*values) == CudaLauncher(ck.src, ck.metadata).dry_run(1, 1, 1, 0x5EA, 0xF00, p.spec.packed_metadata,
                                                                    None, None, None, *values)
+    general, fell_back = p.launch, []
+    p.launch = lambda *a, **k: fell_back.append(a) or general(*a, **k)  # what the generated code falls back to
+    p(desc(A0 + 0x300), desc(A0 + 0x400), 64, 64)
+    p(TensorDescriptor(FakeTensor(A0, tl.float16), [256, 128], [128, 1], (64, 64)), desc(A0), 64, 64)  # a tuple block
+    assert not fell_back  # both took the generated code
+    with pytest.raises(AssumptionError):
+        p(desc(A0, tl.float32), desc(A0), 64, 64)
+    assert len(fell_back) == 1
+    # a descriptor prepared as any object with base, shape, strides and block_shape: a later one of
+    # that class without them is refused as the general path refuses it, not with an AttributeError
+    import types
+
+    def ns_desc(address):
+        return types.SimpleNamespace(base=FakeTensor(address, tl.float16), shape=[256, 128], strides=[128, 1],
+                                     block_shape=[64, 64], padding="zero")
+
+    q = PreparedLaunch(spec, A.jit_parameters(K.tma_copy_kernel), (ns_desc(A0), ns_desc(A0), 64, 64), {}, (1,),
+                       function=0xF00, stream=lambda: 0x5EA, compiled=ck, dry_run=True)
+    assert q(ns_desc(A0 + 0x100), ns_desc(A0), 64, 64) == q.launch(ns_desc(A0 + 0x100), ns_desc(A0), 64, 64)
+    for bad in (types.SimpleNamespace(shape=[256, 128]), types.SimpleNamespace(base=None, block_shape=[64, 64])):
+        with pytest.raises(AssumptionError):
+            q(bad, ns_desc(A0), 64, 64)
