@@ -9,8 +9,7 @@ the reason. What it needs from them is found here, by looking, never by version:
   what the guard did in each batch: "hits", "misses" and "fallbacks", as ints, or mappings of
   reason to count, read from a mapping or from attributes;
 - a bundle kernel is `bundle[name]`, or else `bundle.name`;
-- our launcher caches are cleared with `launcher.cuda_launcher.clear_launcher_cache()`, or
-  else (today's code) `launcher.cuda_launcher._classes.clear()`.
+- our launcher caches are cleared with `launcher.cuda_launcher.clear_launcher_cache()`.
 """
 from __future__ import annotations
 
@@ -122,8 +121,4 @@ def clear_launcher_caches() -> None:
     """Forget every launcher our package built, so that the next signature is new to it."""
     from launcher import cuda_launcher
 
-    clear = getattr(cuda_launcher, "clear_launcher_cache", None)
-    if clear is not None:
-        clear()
-    else:
-        cuda_launcher._classes.clear()
+    cuda_launcher.clear_launcher_cache()
