@@ -153,16 +153,12 @@ def test_the_variant_chosen_is_tritons_specialization_or_the_most_specialised_co
     assert _KEYS.setdefault(key, got) == got, (key, args)
 
 
-@pytest.mark.parametrize("torch_tensors", [False, True])
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(x=TENSORS, out=TENSORS, n=INTS, stride=INTS, s=SCALES, kwargs=KWARGS)
-def test_the_generated_call_keys_as_the_key_functions_do(scale, monkeypatch, torch_tensors, x, out, n, stride, s,
-                                                         kwargs):
-    """The generated call inlines key_of_int, key_of for floats (and key_of_pointer for torch tensors): the key it
-    computes must be the key functions' own. Its slow path is replaced by one that records the key
-    (nothing is chosen or launched); with torch_tensors, FakeTensor plays torch.Tensor."""
-    kernel, _ = scale
-    if torch_tensors:  # as where torch with CUDA is imported: tensors of its Tensor class are keyed inline
+def recording_call(kernel, monkeypatch, torch_tensors):
+    """(a fresh copy of the bundled `kernel`, the keys its calls compute, its generated call, that
+    call's source): its slow path only records the key (nothing is chosen or launched); with
+    torch_tensors, FakeTensor plays torch.Tensor, as where torch with CUDA is imported (tensors of
+    its Tensor class are keyed inline)."""
+    if torch_tensors:
         torch = type(sys)("torch")
         torch.Tensor = FakeTensor
         monkeypatch.setitem(sys.modules, "torch", torch)
@@ -175,7 +171,19 @@ def test_the_generated_call_keys_as_the_key_functions_do(scale, monkeypatch, tor
     keys = []
     fresh._slow = lambda grid, stream, args, options, key: keys.append(key)
     call = fresh._generate()
-    source = "".join(__import__("linecache").getlines(call.__code__.co_filename))
+    return fresh, keys, call, "".join(__import__("linecache").getlines(call.__code__.co_filename))
+
+
+@pytest.mark.parametrize("torch_tensors", [False, True])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(x=TENSORS, out=TENSORS, n=INTS, stride=INTS, s=SCALES, kwargs=KWARGS)
+def test_the_generated_call_keys_as_the_key_functions_do(scale, monkeypatch, torch_tensors, x, out, n, stride, s,
+                                                         kwargs):
+    """The generated call inlines key_of_int, key_of for floats (and key_of_pointer for torch tensors): the key it
+    computes must be the key functions' own. Its slow path is replaced by one that records the key
+    (nothing is chosen or launched); with torch_tensors, FakeTensor plays torch.Tensor."""
+    kernel, _ = scale
+    fresh, keys, call, source = recording_call(kernel, monkeypatch, torch_tensors)
     assert ("_launcher_TENSOR" in source) == torch_tensors and "_launcher_IK.get(n)" in source
     assert "_launcher_FLOAT if scale.__class__ is float" in source
     fresh[(1,)](x, out, n, stride, s, **kwargs)
@@ -213,20 +221,7 @@ def test_the_generated_call_keys_tuples_as_key_of_does(tuples, monkeypatch, torc
     """Tuples whose structure every variant shares are keyed item by item inline: the key the
     generated call computes is key_of's, for tuples of that length and for anything else (other
     lengths, lists, scalars), so equal keys still choose alike."""
-    if torch_tensors:
-        torch = type(sys)("torch")
-        torch.Tensor = FakeTensor
-        monkeypatch.setitem(sys.modules, "torch", torch)
-        monkeypatch.setattr(BK, "_torch_raw", [lambda: 0, lambda device: 0])
-    else:
-        monkeypatch.delitem(sys.modules, "torch", raising=False)
-        monkeypatch.setattr(BK, "_torch_raw", [])
-        monkeypatch.setattr(BK, "_current_device", lambda: 0)
-    fresh = BK.BundleKernel(tuples.bundle, tuples.entry, tuples._variants)
-    keys = []
-    fresh._slow = lambda grid, stream, args, options, key: keys.append(key)
-    call = fresh._generate()
-    source = "".join(__import__("linecache").getlines(call.__code__.co_filename))
+    fresh, keys, _, source = recording_call(tuples, monkeypatch, torch_tensors)
     assert "if t.__class__ is tuple and len(t) == 3:" in source and "if _launcher_t2_0.__class__ is tuple" in source
     fresh[(1,)](out, t, nested, 2, scale)
     assert keys == [(BK.key_of_pointer(out), BK.key_of(t), BK.key_of(nested), BK.constexpr_key(2),

@@ -66,6 +66,20 @@ def prepared(fn, values, grid=(4,), runtime=None):
                           stream=lambda: 0x5EA, runtime=runtime, compiled=ck, dry_run=True), ck
 
 
+def outcomes(p, values) -> list:
+    """What the generated fast path p(*values) and the general path p.launch(*values) each did:
+    ("bytes", the dry run's bytes), ("refused", the AssumptionError) or ("error", the error)."""
+    results = []
+    for call in (p, p.launch):
+        try:
+            results.append(("bytes", call(*values)))
+        except AssumptionError as e:
+            results.append(("refused", str(e)))
+        except (TypeError, OverflowError, ValueError) as e:
+            results.append(("error", f"{type(e).__name__}: {e}"))
+    return results
+
+
 def breaks(ck, fn, values) -> bool:
     """Does a call break an assumption of `ck`? Triton's specialization of the call against ck's."""
     new_sig, new_consts, new_attrs = jit_specialization(fn, values)
@@ -127,14 +141,7 @@ def test_a_new_call_raises_exactly_when_it_breaks_an_assumption(add_prepared, wh
         expected_break = breaks(ck, K.add_kernel, values)
     except (OverflowError, TypeError):  # Triton cannot specialize it at all
         expected_break = True
-    results = []
-    for call in (p, p.launch):  # the generated fast path and the general path
-        try:
-            results.append(("bytes", call(*values)))
-        except AssumptionError as e:
-            results.append(("refused", str(e)))
-        except (TypeError, OverflowError, ValueError) as e:
-            results.append(("error", f"{type(e).__name__}: {e}"))
+    results = outcomes(p, values)
     assert results[0] == results[1], results
     outcome, detail = results[0]
     if expected_break:
@@ -253,14 +260,7 @@ def test_tuple_arguments_take_the_fast_path_and_it_agrees_with_the_general_one(t
     general path packs, and one it does not take is refused (or packed) as the general path does."""
     p, ck = tuple_prepared
     values = (out, t, nested, k, scale)
-    results = []
-    for call in (p, p.launch):
-        try:
-            results.append(("bytes", call(*values)))
-        except AssumptionError as e:
-            results.append(("refused", str(e)))
-        except (TypeError, OverflowError, ValueError) as e:
-            results.append(("error", f"{type(e).__name__}: {e}"))
+    results = outcomes(p, values)
     assert results[0] == results[1], results
     if results[0][0] == "bytes":
         assert results[0][1] == CudaLauncher(ck.src, ck.metadata).dry_run(4, 1, 1, 0x5EA, 0xF00, p.spec.packed_metadata,
@@ -364,12 +364,7 @@ def test_host_descriptors_take_the_fast_path_and_it_agrees_with_the_general_one(
     for new in [(desc(A0 + 0x100), desc(A0 + 0x200), 64, 64), (desc(A1), desc(A0), 64, 64),
                 (desc(A0, tl.float32), desc(A0), 64, 64), (desc(A0, block=(32, 64)), desc(A0), 64, 64),
                 (desc(A0), desc(A0), 64, 32)]:
-        results = []
-        for call in (p, p.launch):
-            try:
-                results.append(("bytes", call(*new)))
-            except AssumptionError as e:
-                results.append(("refused", str(e)))
+        results = outcomes(p, new)
         assert results[0] == results[1], (new, results)
     assert p(*values) == CudaLauncher(ck.src, ck.metadata).dry_run(1, 1, 1, 0x5EA, 0xF00, p.spec.packed_metadata,
                                                                    None, None, None, *values)
