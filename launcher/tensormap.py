@@ -188,7 +188,8 @@ def decomposer(tf32_flag: bool):
         base = d.base
         ptr = base if base.__class__ is int else base.data_ptr() if base is not None else 0
         shape, strides = tuple(d.shape), tuple(d.strides)
-        flags = (d.padding == "nan", bool(d.round_f32_to_tf32)) if tf32_flag else (d.padding == "nan",)
+        # a descriptor without the flag (Triton 3.6's, or a user's own) is not rounded, as the TMA encoder takes it
+        flags = (d.padding == "nan", bool(getattr(d, "round_f32_to_tf32", False))) if tf32_flag else (d.padding == "nan",)
         return (ptr, *shape, *strides, *flags, *shape, *strides)
 
     return decompose

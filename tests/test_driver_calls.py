@@ -117,3 +117,17 @@ def test_a_descriptor_encoder_encodes_each_new_tensor_once_with_tritons_conventi
         kept = DescriptorEncoder(dict(meta, fp4_padded=True), 2, r39)
         assert kept(desc(0x50000))[1:] == (128, 256, 256, 1) and asked[-1][2] == (128, 512)
         assert asked[-1][8] == below
+
+
+def test_a_decomposed_descriptor_without_the_tf32_flag_is_not_rounded():
+    """Triton 3.7+ kernels take round_f32_to_tf32 with a decomposed descriptor; one that lacks the
+    attribute (Triton 3.6's TensorDescriptor, a user's own) is taken as not rounded, as the TMA
+    encoder takes it, rather than failing with an AttributeError."""
+    import types
+
+    from launcher.tensormap import decomposer
+
+    d = types.SimpleNamespace(base=0x1000, shape=[8, 16], strides=[16, 1], padding="zero")
+    assert decomposer(True)(d) == (0x1000, 8, 16, 16, 1, False, False, 8, 16, 16, 1)
+    assert decomposer(True)(types.SimpleNamespace(**vars(d), round_f32_to_tf32=True))[6] is True
+    assert decomposer(False)(d) == (0x1000, 8, 16, 16, 1, False, 8, 16, 16, 1)
