@@ -120,8 +120,6 @@ def key_of_pointer(v):
         return key_of(v)
 
 
-
-
 _INT_KEYS_SEEN: dict = {}  # int -> its key_of, for the ints calls have passed (sizes, strides, flags)
 _INT_KEYS_SEEN_MAX = 8192
 

@@ -204,7 +204,7 @@ class CudaLauncher:
         returns the bytes each kernel parameter would receive, one `bytes` per parameter.
         Runs the generated fast path (`dry_run_planned` runs the plan-driven one)."""
         return self._shape.generated("dry_run")(self, gridX, gridY, gridZ, stream, function, kernel_metadata,
-                                          launch_metadata, launch_enter_hook, launch_exit_hook, *args)
+                                                launch_metadata, launch_enter_hook, launch_exit_hook, *args)
 
     def dry_run_planned(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
                         launch_enter_hook, launch_exit_hook, *args):

@@ -372,7 +372,7 @@ class Guard:
         its calls)."""
         jit = self.jit
         caches = jit.device_caches.get(device)
-        if launch is None or caches is None or jit.hash is None or not launch[1]:
+        if launch is None or caches is None or jit.hash is None:  # loaded_launch: None unless the handle is set
             return None
         run, function = launch
         if not getattr(run, "checks_pointers", False):

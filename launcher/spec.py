@@ -271,7 +271,7 @@ class _Planner:
 @functools.lru_cache(maxsize=4096)
 def _layout(types: tuple, metas: tuple, tf32_flag: bool) -> Layout:
     planner = _Planner(metas, tf32_flag)
-    visit, add, params = planner.visit, planner.add, planner.params
+    visit, add = planner.visit, planner.add
     args = []
     for i, t in enumerate(types):  # a plain parameter here, the rest (constexprs, tuples, descriptors) by visit
         kind = _ARG_KINDS[_TYPE_INFO[t][0]] if t in _TYPE_INFO else None

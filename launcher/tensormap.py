@@ -74,7 +74,7 @@ def encode_tiled(address: int, swizzle: int, elem_size: int, elem_type: int, blo
     """cuTensorMapEncodeTiled with Triton's conventions: `shape`, `strides` (in elements) and
     `block_size` outermost first, as in Python. clear_bit21: the kernel's Triton release applies
     the CUTLASS workaround (decided here against the driver's version). The ranks and sizes are
-    checked by driver.encode_tensor and the C library (ValueError)."""
+    checked by driver.tensor_map_encoder and the C library (ValueError)."""
     try:
         box = [operator.index(b) for b in reversed(block_size)]
     except TypeError:
