@@ -433,6 +433,28 @@ def dispatch_knobs() -> list:
     return out
 
 
+def knob_source(holder, attr):
+    """(read, args) where knob `attr` of `holder` is a Triton env_bool / env_str descriptor: its
+    value is then the holder's own setting (`holder.__dict__[attr]`) where there is one, else
+    `read(*args)`, the function its `get` calls on the environment variable (3.9's
+    fpsan_homomorphic_casts: libtriton's getenv_bool, read on every call as run reads it). So the
+    pair (the setting or nothing, read(*args)) decides the value, at a fraction of the
+    descriptor's cost. None for anything else (a plain attribute, another descriptor)."""
+    from triton import knobs
+
+    desc = next((vars(c)[attr] for c in type(holder).__mro__ if attr in vars(c)), None)
+    base = getattr(knobs, "env_base", None)
+    kinds = {getattr(knobs, "env_bool", None): "getenv_bool", getattr(knobs, "env_str", None): "getenv"}
+    read = kinds.get(type(desc))
+    if base is None or read is None or type(desc).__get__ is not base.__get__ or getattr(desc, "name", None) != attr:
+        return None
+    get = type(desc).get  # `return read(self.key, self.default)`, on 3.6 to 3.9
+    if get.__code__.co_names != (read, "key", "default"):
+        return None
+    fn = get.__globals__.get(read)
+    return (fn, (desc.key, desc.default)) if callable(fn) else None
+
+
 def cached_kernel_finder():
     """find(jit_fn, device, values, options): the CompiledKernel that JITFunction.run would
     launch for the call `values` (every parameter's argument, in order) with keywords `options`
