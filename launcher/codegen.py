@@ -371,7 +371,7 @@ GUARD_BODY = '''\
         return _lg_redispatch(grid, _lg_options, ({names}))
     if _lg_JIT.pre_run_hooks or _lg_RT.add_stages_inspection_hook is not None:
         return _lg_fallback("pre-run hooks or a stages hook", grid, False, _lg_options, ({names}))
-    try:  # Triton's path is taken after it, never in it (its errors are not the key's)
+{never}    try:  # Triton's path is taken after it, never in it (its errors are not the key's)
         _lg_no = None  # an argument's class never keys: its NoKey (counted without a str() per call)
         _lg_okey = frozenset(_lg_options.items()) if _lg_options else ()
         _lg_dev = _lg_DEVICE()
@@ -385,7 +385,7 @@ GUARD_BODY = '''\
         return _lg_fallback(_lg_no, grid, False, _lg_options, ({names}))
     if _lg_e is not None:
         _lg_hash, _lg_kc, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd = _lg_e
-        if _lg_hash is _lg_JIT.hash and _lg_kc is (_lg_JIT.device_caches.get(_lg_dev) or _lg_NO_CACHES)[0]:
+        if _lg_hash is _lg_JIT.hash and _lg_kc is _lg_JIT.device_caches.get(_lg_dev):
             _lg_HITS[0] += 1
         else:  # the kernel's source changed, or its cache was cleared
             _lg_e = None
@@ -426,7 +426,16 @@ _INT_KEY = """\
 """
 
 
-def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None):
+# A parameter whose argument in the first call was of a class that never keys (a tensor
+# descriptor): such an argument sends the call to Triton's path before anything is classified.
+_NEVER_KEYS = """\
+    if {a}.__class__ is _lg_NEVER_CLASS:
+        _lg_FALLBACKS[_lg_NEVER] += 1
+        return _lg_ORIGINAL(_lg_JIT, {args}grid=grid, warmup=False, **_lg_options)
+"""
+
+
+def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None):
     """The (run, call) of one @triton.jit function behind the guard (see GUARD_TEMPLATE).
     params: (name, is_constexpr, specialize, align) per parameter, in order, with defaults in
     namespace as _lg_DEFAULT_<i>; knobs: expressions (over namespace names) of the knobs that
@@ -436,7 +445,10 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None):
     The key is one flat tuple (no tuple per argument to build and hash). A parameter whose
     argument was a tensor (or that has no hint) has two entries, its kind and, for tensors,
     their alignment; its launcher argument is the data_ptr() the key read. A parameter whose
-    argument was a scalar has one entry (a tensor there keys as a tagged tuple)."""
+    argument was a scalar has one entry (a tensor there keys as a tagged tuple). never: the name
+    of a parameter whose argument in a first call was of a class that never keys, with that class
+    as _lg_NEVER_CLASS and its NoKey as _lg_NEVER in namespace (and Triton's run as _lg_ORIGINAL,
+    the fallback counter as _lg_FALLBACKS), or None."""
     hints = hints or {}
     lines, keys, passed = [], [], []
     sig = []
@@ -486,7 +498,9 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None):
         lines.append(f"            if {k}.__class__ is _lg_NoKey:")
         lines.append(f"                _lg_no = {k}")
     bound = ", ".join(f"{n!r}: {n}" for n in all_names)
+    never_check = _NEVER_KEYS.format(a=never, args="".join(n + ", " for n in all_names)) if never else ""
     body = GUARD_BODY.format(names=names_tuple, classify="".join(x + "\n" for x in lines), keys=", ".join(keys),
+                             never=never_check,
                              bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))
     source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
                                    body=body)

@@ -47,7 +47,8 @@ _attached: "weakref.WeakSet" = weakref.WeakSet()  # the guards in front of their
 _fallbacks: collections.Counter = collections.Counter()  # reason (a str, or a class's NoKey) -> count
 _misses = [0]
 _hits = [0]  # every guard's hits (the generated code counts here): the counters only grow
-_NO_CACHES = (None,)
+_ABSENT = (None,)  # what _stock.get answers for a key it has not seen
+_UNSET = ("a knob the user has not set",)  # in a key: the knob's value comes from the environment
 _GUARD = "_launcher_guard"  # where a JITFunction keeps its guard while the guard is off
 _CALL = "_launcher_call"  # where an attached guard keeps the `call` that kernel[grid] returns
 _bind = types.MethodType  # call bound to a grid: cheaper to make and to call than a partial
@@ -116,10 +117,12 @@ def _getitem(self, grid):
     """JITFunction.__getitem__ while the guard is on: the guard's call with this grid where the
     guard's run is the kernel's run; else Triton's own (its lambda calls whatever run is: the
     first run puts a guard in front, a run set on the kernel by its user stays in charge)."""
-    d = self.__dict__
-    call = d.get(_CALL)
-    if call is not None and d.get("run") is call[0] and grid is not None:
-        return _bind(call[1], grid)
+    try:
+        run, call = self._launcher_call  # _CALL: set while a guard is attached
+    except AttributeError:
+        return _triton_getitem[0](self, grid)
+    if self.run is run and grid is not None:  # the instance's run: the guard's, not one set since
+        return _bind(call, grid)
     return _triton_getitem[0](self, grid)
 
 
@@ -244,10 +247,14 @@ class Guard:
             self.run = self._unguarded
         else:
             ns, knobs = self._namespace(params)
+            never = _never_keys(params, example)
+            if never is not None:
+                ns["_lg_NEVER_CLASS"], ns["_lg_NEVER"] = never[1:]
             self.run, self.call = codegen.generate_guard(getattr(jit, "__name__", "kernel"),
                                                          [(p.name, p.is_constexpr, not p.do_not_specialize,
                                                            not p.do_not_specialize_on_alignment) for p in params],
-                                                         ns, knobs, _hints(params, example))
+                                                         ns, knobs, _hints(params, example),
+                                                         never[0] if never is not None else None)
             self._ns = self.run.__globals__  # generate_guard runs both in a copy of ns: _settle edits this one
         jit.__dict__[_GUARD] = self
         self._put_in_front()
@@ -292,7 +299,7 @@ class Guard:
             "_lg_DEVICE": A.fast_device_getter(device),
             "_lg_ENTRIES": self.entries, "_lg_NoKey": NoKey,
             "_lg_fallback": self._fallback, "_lg_miss": self._miss, "_lg_recall": self._recall,
-            "_lg_NO_CACHES": _NO_CACHES,
+            "_lg_ORIGINAL": self.original, "_lg_FALLBACKS": _fallbacks,
             "_lg_redispatch": self._redispatch, "_lg_LIVE": False,
             "_lg_check_globals": A.check_used_globals, "_lg_HOOK_CHAIN": A.hook_chain_type(),
             "_lg_HITS": _hits, "_lg_classify": classify, "_lg_TENSOR": tensor, "_lg_int_key": int_key,
@@ -302,7 +309,13 @@ class Guard:
         knobs = []
         for i, (holder, attr) in enumerate(A.dispatch_knobs()):
             ns[f"_lg_KNOB_{i}"] = holder
-            knobs.append(f"_lg_KNOB_{i}.{attr}")
+            source = A.knob_source(holder, attr)
+            if source is None:
+                knobs.append(f"_lg_KNOB_{i}.{attr}")
+            else:  # what decides its value: the holder's own setting, else the environment's
+                read, (env_key, default) = source
+                ns[f"_lg_KREAD_{i}"], ns[f"_lg_KDEFAULT_{i}"], ns["_lg_UNSET"] = read, default, _UNSET
+                knobs.append(f"_lg_KNOB_{i}.__dict__.get({attr!r}, _lg_UNSET), _lg_KREAD_{i}({env_key!r}, _lg_KDEFAULT_{i})")
         for i, p in enumerate(params):
             if p.default is not A.EMPTY:
                 ns[f"_lg_DEFAULT_{i}"] = p.default
@@ -340,7 +353,7 @@ class Guard:
         Triton's path would launch the same kernel with the same arguments). None where Triton
         has not compiled it, has not loaded it yet, or launches it with its stock launcher:
         Triton's path then."""
-        if self._stock.get(key, _NO_CACHES) is self.jit.hash:
+        if self._stock.get(key, _ABSENT) is self.jit.hash:
             return None
         kernel = self._find(self.jit, device, values, options)
         if kernel is None:
@@ -359,7 +372,7 @@ class Guard:
         if not self._settled:
             self._settle()
         launch = A.loaded_launch(kernel)  # Triton launched it: it is loaded
-        if self._record(key, device, kernel, launch) is None and self._stock.get(key, _NO_CACHES) is self.jit.hash:
+        if self._record(key, device, kernel, launch) is None and self._stock.get(key, _ABSENT) is self.jit.hash:
             _fallbacks["a kernel Triton's stock launcher launches"] += 1
         else:
             _misses[0] += 1
@@ -382,12 +395,12 @@ class Guard:
                 self._stock.clear()
             self._stock[key] = jit.hash
             return None
-        entry = (jit.hash, caches[0], kernel, run, _direct(run, kernel.packed_metadata), function,
+        entry = (jit.hash, caches, kernel, run, _direct(run, kernel.packed_metadata), function,
                  kernel.packed_metadata)
-        with _lock:
-            if len(self.entries) >= 1024:
-                self.entries.clear()
-            self.entries[key] = entry
+        entries = self.entries  # bounded; a clear and a store are each atomic: a race only loses entries
+        if len(entries) >= 1024:
+            entries.clear()
+        entries[key] = entry
         return entry
 
 
@@ -412,6 +425,28 @@ def _hints(params, example) -> dict:
     hints = {p.name: a.__class__ for p, a in zip(params, args)}
     hints.update((name, a.__class__) for name, a in kwargs.items())
     return hints
+
+
+def _never_keys(params, example):
+    """(name, argument class, its NoKey) of the first parameter whose argument in the call
+    `example` (args, kwargs) is of a class that never keys (a tensor descriptor), or None."""
+    if example is None:
+        return None
+    args, kwargs = example
+    values = dict(zip((p.name for p in params), args))
+    values.update(kwargs)
+    for p in params:
+        if p.is_constexpr or p.name not in values:
+            continue
+        value = values[p.name]
+        try:
+            classify(value, True, True)  # registers a tensor descriptor's class
+        except Exception:  # noqa: BLE001 - another argument the guard cannot key: no early test
+            pass
+        no_key = _NO_KEY_CLASSES.get(value.__class__)
+        if no_key is not None:
+            return p.name, value.__class__, no_key
+    return None
 
 
 class _NoTensor:

@@ -5,6 +5,7 @@ Triton's own dispatch is played here by `CpuTriton`: Triton's binder and cache k
 the CPU for exactly that specialization, and "launching" it records the bytes its launcher would
 pack (a dry run). Over generated calls the guard, in front of it, must launch the kernel
 Triton's key chooses, with the bytes Triton's path packs, whether the call hits or misses."""
+import os
 import types
 
 import pytest
@@ -388,6 +389,11 @@ def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
             call()
             assert triton_.runs == runs + 5
         runs += 1
+        with triton.knobs.compilation.scope():  # the value set just above, now through its environment variable
+            misses = fast_dispatch.stats()["misses"]
+            os.environ["TRITON_FPSAN_HOMOMORPHIC_CASTS"] = "0" if triton.knobs.compilation.fpsan_homomorphic_casts else "1"
+            call()  # another key (the guard misses); Triton's cache holds that kernel: no compile
+            assert fast_dispatch.stats()["misses"] == misses + 1 and triton_.runs == runs + 4
     guard_kernel.pre_run_hooks.append(lambda *a, **k: None)
     try:
         before = fast_dispatch.fallback_counts()
@@ -499,6 +505,40 @@ def test_a_tensor_descriptor_falls_back_without_an_exception_after_the_first(cpu
     assert fast_dispatch._NO_KEY_CLASSES[FakeDescriptor].args == ("a tensor descriptor",)
 
 
+def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_classified():
+    """A guard made from a first call with a tensor descriptor tests that parameter's class first:
+    a call with a descriptor there takes Triton's path once, counted, with nothing classified or
+    looked up; a call with a tensor there is keyed and hits as before."""
+
+    class FakeDescriptor:
+        block_shape, base = [64], None
+
+    x = FakeTensor(A0, tl.float32)
+    desc_call = (x, 16, 1, 1, 0.5, (x, 16), FakeDescriptor())
+    triton_ = CpuTriton(guard_kernel)
+    paths = []
+    guard = Guard(guard_kernel, lambda *a, **k: paths.append(1), device=lambda: 0, stream=lambda d: 0x5EA,
+                  example=(desc_call, {"BLOCK": 64}))
+    try:
+        classified = []
+        guard.run.__globals__["_lg_classify"] = lambda *a: classified.append(a)
+        before = fast_dispatch.fallback_counts().get("a tensor descriptor", 0)
+        for _ in range(3):
+            guard.run(*desc_call, grid=(1,), warmup=False, BLOCK=64)
+        assert len(paths) == 3 and not classified
+        assert fast_dispatch.fallback_counts()["a tensor descriptor"] == before + 3
+        guard.original = triton_.run  # a tensor there: keyed (a miss, then a hit)
+        guard.run.__globals__.update(_lg_ORIGINAL=triton_.run, _lg_classify=fast_dispatch.classify)
+        args = desc_call[:6] + (x,)
+        want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
+        hits = fast_dispatch.stats()["hits"]
+        for _ in range(2):
+            assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want
+        assert fast_dispatch.stats()["hits"] == hits + 1
+    finally:
+        _forget_guard(guard_kernel)
+
+
 def test_torch_imported_after_the_guard_was_made_keys_tensors_inline_after_a_miss(monkeypatch):
     """A guard made before torch was imported keys tensors through the general classifier; the
     first miss after torch appears switches its generated code to torch's Tensor class (in the
@@ -602,6 +642,26 @@ def test_the_knobs_in_the_key_are_those_tritons_run_reads():
     assert read and all(name == attr for name, _, attr in read)
     want = [(getattr(triton.knobs, holder), attr) for _, holder, attr in read]
     assert [(h, a) for h, a in fast_dispatch.A.dispatch_knobs()] == want
+
+
+def test_a_knob_read_from_the_environment_keys_by_what_decides_its_value(monkeypatch):
+    """Where a knob in the key is a Triton env descriptor, the guard keys it by the holder's own
+    setting and by the function its get() reads the environment with: that pair decides the
+    value exactly as the descriptor computes it, whatever the variable holds."""
+    sources = [(h, a, fast_dispatch.A.knob_source(h, a)) for h, a in fast_dispatch.A.dispatch_knobs()]
+    for holder, attr, source in sources:
+        if source is None:
+            continue
+        read, (env_key, default) = source
+        for value in (None, "1", "0", "true", "TRUE", " on ", "", "x"):
+            if value is None:
+                monkeypatch.delenv(env_key, raising=False)
+            else:
+                monkeypatch.setenv(env_key, value)
+            assert attr not in holder.__dict__
+            assert read(env_key, default) == getattr(holder, attr), (attr, value)
+    if "fpsan_homomorphic_casts" in vars(type(triton.knobs.compilation)):  # 3.9: the one env descriptor
+        assert [a for _, a, source in sources if source is not None] == ["fpsan_homomorphic_casts"]
 
 
 @pytest.mark.parametrize("specialize, align", [(True, True), (True, False), (False, True), (False, False)])
