@@ -14,6 +14,7 @@ The code depends only on the spec's shape (never on names), so kernels of one sh
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import linecache
 
@@ -198,16 +199,17 @@ def __call__(_p, *args, **kwargs):
     if kwargs or len(args) not in ARITIES:
         return _p.launch(*args, **kwargs)
 {unpack}{checks}{grid}    try:
-        buf = pack_all(FUNCTION, stream(), {grid3}, 0, {values})
+        buf = pack_all(FUNCTION, {stream}, {grid3}, 0, {values})
     except Exception:
         return _p.launch(*args)
 {launch}'''
 
 _PREPARED_HOOKS = '''\
     enter, leave = RUNTIME.launch_enter_hook, RUNTIME.launch_exit_hook
-    if (enter is not None and (enter.__class__ is not HOOK_CHAIN or enter.calls)) or \\
-            (leave is not None and (leave.__class__ is not HOOK_CHAIN or leave.calls)):
-        return _p.launch(*args, **kwargs)
+    if enter.__class__ is not HOOK_CHAIN or enter.calls or leave.__class__ is not HOOK_CHAIN or leave.calls:
+        if (enter is not None and (enter.__class__ is not HOOK_CHAIN or enter.calls)) or \\
+                (leave is not None and (leave.__class__ is not HOOK_CHAIN or leave.calls)):
+            return _p.launch(*args, **kwargs)
 '''
 
 _PREPARED_LAUNCH = {
@@ -227,7 +229,7 @@ _PREPARED_LAUNCH = {
 
 _PREPARED_SAME_ARGS = {
     "launch": '''\
-            status = bound_launch(BOUND, stream())
+            status = bound_launch(BOUND, {stream})
             if status:
                 _p._failed(status, BUFFER)
             return''',
@@ -253,11 +255,13 @@ def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
     item, a descriptor's ends with the launcher's encoder of it); None
     where new arguments have no fast path (only p() has).
     Anything the fast tests do not pass goes to _p.launch, which checks and explains."""
+    ns = dict(namespace)
+    stream = _stream_call(ns)
+    same_args = _PREPARED_SAME_ARGS[mode].format(stream=stream)
     if params is None:
         return _compile_prepared(mode, PREPARED_SAME_ONLY.format(
             hooks=_PREPARED_HOOKS if namespace.get("RUNTIME") is not None else "",
-            same_args=_PREPARED_SAME_ARGS[mode].replace("            ", "    ")), dict(namespace))
-    ns = dict(namespace)
+            same_args=same_args.replace("            ", "    ")), ns)
     lines, values = [], []
     names = [f"a{i}" for i in range(len(params))]
     n_min = len(params)
@@ -282,9 +286,20 @@ def generate_prepared(mode: str, params, namespace: dict, callable_grid: bool):
         grid, grid3 = "", "GX, GY, GZ"
     source = PREPARED_TEMPLATE.format(
         hooks=_PREPARED_HOOKS if ns.get("RUNTIME") is not None else "",
-        same_args=_PREPARED_SAME_ARGS[mode], unpack=unpack, checks="".join(x + "\n" for x in lines),
+        same_args=same_args, unpack=unpack, checks="".join(x + "\n" for x in lines), stream=stream,
         grid=grid, grid3=grid3, values=", ".join(values + ["0", "0"]), launch=_PREPARED_LAUNCH[mode])
     return _compile_prepared(mode, source, ns)
+
+
+def _stream_call(ns) -> str:
+    """The generated expression of the current stream, from ns["stream"] (a function of no
+    arguments): where that is a functools.partial of one argument (Triton's getter bound to the
+    device), the function it wraps called with it, one call less per launch."""
+    s = ns["stream"]
+    if s.__class__ is functools.partial and len(s.args) == 1 and not s.keywords:
+        ns["STREAM_OF"], ns["STREAM_ARG"] = s.func, s.args[0]
+        return "STREAM_OF(STREAM_ARG)"
+    return "stream()"
 
 
 def _prepared_checks(kind, check, a, tag, lines, values, ns):
