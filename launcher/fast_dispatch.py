@@ -12,6 +12,10 @@ Triton would choose:
 - floats, bools and None by type; tensors by dtype and by whether data_ptr() is divisible by 16;
 - tuples element by element; the current device; the knobs that enter Triton's key.
 Anything else (tensor descriptors, unknown types) gives no key and the call takes Triton's path.
+A parameter whose argument in the kernel's first call was a tensor descriptor is tested first:
+a descriptor there sends the call to Triton's path before anything is classified. A knob that
+Triton reads from the environment on every call (3.9's fpsan_homomorphic_casts) is keyed by
+what decides its value (triton_adapter.knob_source), not through its descriptor.
 
 While the guard is on, JITFunction.__getitem__ binds the grid to the guard's generated `call`
 (a bound method, where Triton builds a lambda that calls run with keywords), and JITFunction.run
@@ -119,7 +123,7 @@ def _getitem(self, grid):
     first run puts a guard in front, a run set on the kernel by its user stays in charge)."""
     try:
         run, call = self._launcher_call  # _CALL: set while a guard is attached
-    except AttributeError:
+    except Exception:  # none attached (or a subclass's __getattr__ answered something else)
         return _triton_getitem[0](self, grid)
     if self.run is run and grid is not None:  # the instance's run: the guard's, not one set since
         return _bind(call, grid)
@@ -353,7 +357,7 @@ class Guard:
         Triton's path would launch the same kernel with the same arguments). None where Triton
         has not compiled it, has not loaded it yet, or launches it with its stock launcher:
         Triton's path then."""
-        if self._stock.get(key, _ABSENT) is self.jit.hash:
+        if self._stock and self._stock.get(key, _ABSENT) is self.jit.hash:
             return None
         kernel = self._find(self.jit, device, values, options)
         if kernel is None:

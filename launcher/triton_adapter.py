@@ -464,11 +464,15 @@ def cached_kernel_finder():
     is one that run refuses (run then compiles, or raises its own error). Nothing is launched,
     compiled or hooked: the caller has seen that the kernel has no pre-run hooks and that no
     stages-inspection hook is set."""
+    from triton.compiler import CompiledKernel
     from triton.runtime.jit import compute_cache_key
 
     knobs = dispatch_knobs()
     debug_knob = knobs[0][0]
-    others = knobs[1:]
+    sources = [(holder, attr, knob_source(holder, attr)) for holder, attr in knobs[1:]]
+    plain = [(holder, attr) for holder, attr, source in sources if source is None]
+    # an env descriptor's value: the holder's own setting where it has one, else what its get() reads
+    from_env = [(holder, attr, *source) for holder, attr, source in sources if source is not None]
 
     def find(jit_fn, device, values: tuple, options: dict):
         caches = jit_fn.device_caches.get(device)
@@ -477,15 +481,17 @@ def cached_kernel_finder():
         kernel_cache, key_cache, _target, _backend, binder = caches
         kwargs = dict(options)  # run's own first lines
         kwargs["debug"] = kwargs.get("debug", jit_fn.debug) or debug_knob.debug
-        for holder, attr in others:
+        for holder, attr in plain:
             kwargs[attr] = getattr(holder, attr)
+        for holder, attr, read, args in from_env:
+            kwargs[attr] = getattr(holder, attr) if attr in holder.__dict__ else read(*args)
         try:
             _bound, specialization, opts = binder(*values, **kwargs)
             kernel = kernel_cache.get(compute_cache_key(key_cache, specialization, opts))
         except Exception:  # run raises it, with its own message
             return None
-        if kernel is None or hasattr(kernel, "result"):  # a future of an asynchronous compile
-            return None
+        if kernel is None or (kernel.__class__ is not CompiledKernel and hasattr(kernel, "result")):
+            return None  # a future of an asynchronous compile
         return kernel
 
     return find

@@ -505,6 +505,31 @@ def test_a_tensor_descriptor_falls_back_without_an_exception_after_the_first(cpu
     assert fast_dispatch._NO_KEY_CLASSES[FakeDescriptor].args == ("a tensor descriptor",)
 
 
+def test_the_finder_answers_what_tritons_cache_holds_and_not_a_compile_in_flight(cpu):
+    """cached_kernel_finder finds the kernel Triton's run would launch, by Triton's binder and
+    cache key, and nothing while the cache holds the future of an asynchronous compile."""
+    triton_, guard = cpu
+    x = FakeTensor(A0, tl.float32)
+    args = (x, 16, 1, 1, 0.5, (x, 16), None)
+    kernel = guard.run(*args, grid=(1,), warmup=False, BLOCK=64)
+    find = fast_dispatch.A.cached_kernel_finder()
+    values = args + (64,)
+    assert find(guard_kernel, 0, values, {}) is kernel
+    assert find(guard_kernel, 1, values, {}) is None  # no caches on that device
+    cache = guard_kernel.device_caches[0][0]
+    (key,) = [k for k, v in cache.items() if v is kernel]
+
+    class Future:
+        def result(self):
+            return kernel
+
+    cache[key] = Future()
+    try:
+        assert find(guard_kernel, 0, values, {}) is None
+    finally:
+        cache[key] = kernel
+
+
 def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_classified():
     """A guard made from a first call with a tensor descriptor tests that parameter's class first:
     a call with a descriptor there takes Triton's path once, counted, with nothing classified or
