@@ -177,9 +177,9 @@ def _leaf_key(var, kind, torch_inline: bool) -> str:
         return (f"(({var}.__class__, {var}.dtype, not {var}.data_ptr() & 15) if {var}.__class__ is _launcher_TENSOR "
                 f"else _launcher_key_of_pointer({var}))") if torch_inline else f"_launcher_key_of_pointer({var})"
     if kind == "int":  # an int passed before: one lookup
-        return f"((_launcher_IK.get({var}) or _launcher_key_of_int({var})) if {var}.__class__ is int else _launcher_key_of({var}))"
+        return f"((_launcher_IK.get({var}) or _launcher_key_of_int({var})) if {var}.__class__ is _launcher_int else _launcher_key_of({var}))"
     if kind == "float":
-        return f"(_launcher_FLOAT if {var}.__class__ is float else _launcher_key_of({var}))"
+        return f"(_launcher_FLOAT if {var}.__class__ is _launcher_float else _launcher_key_of({var}))"
     if kind == "descriptor":
         return f"_launcher_key_of_descriptor({var})"
     return f"_launcher_key_of({var})"
@@ -190,7 +190,7 @@ def _tuple_key_lines(out, var, items, result, depth, torch_inline):
     keyed as `items` (_leaf_kind): item by item for a tuple of that length, else key_of."""
     pad = "    " * depth
     names = [f"{result}_{j}" for j in range(len(items))]
-    out.append(f"{pad}if {var}.__class__ is tuple and len({var}) == {len(items)}:\n")
+    out.append(f"{pad}if {var}.__class__ is _launcher_tuple and _launcher_len({var}) == {len(items)}:\n")
     if names:
         out.append(f"{pad}    {', '.join(names)}, = {var}\n")
     keys = []
@@ -200,7 +200,7 @@ def _tuple_key_lines(out, var, items, result, depth, torch_inline):
             keys.append(name + "k")
         else:
             keys.append(_leaf_key(name, kind, torch_inline))
-    out.append(f"{pad}    {result} = (tuple, ({''.join(k + ', ' for k in keys)}))\n")
+    out.append(f"{pad}    {result} = (_launcher_tuple, ({''.join(k + ', ' for k in keys)}))\n")
     out.append(f"{pad}else:\n{pad}    {result} = _launcher_key_of({var})\n")
 
 
@@ -215,11 +215,11 @@ def launch(_launcher_grid, /, {signature}):
     try:
 {prelude}        _launcher_key = ({keys}_launcher_device())
         _launcher_entry = _launcher_cache[_launcher_key]
-    except KeyError:
+    except _launcher_KeyError:
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, _launcher_key)
-    except Exception:
+    except _launcher_Exception:
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, None)
-    _launcher_n = len(_launcher_grid) if _launcher_grid.__class__ is tuple else 0
+    _launcher_n = _launcher_len(_launcher_grid) if _launcher_grid.__class__ is _launcher_tuple else 0
     if _launcher_n == 3:
         _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid
     elif _launcher_n == 1:
@@ -269,9 +269,15 @@ def _signature(params, layer_names, with_extra):
     return ", ".join(parts), stream, namespace
 
 
+# The builtins the generated code uses, under names no kernel parameter can take (a parameter
+# named `len` or `tuple` would hide the builtin inside the generated function).
+_BUILTINS = {f"_launcher_{b.__name__}": b for b in (int, float, tuple, len, KeyError, Exception)}
+
+
 def _compile(source, kind, namespace, qualname):
     """The function `source` defines, made in `namespace` (kernels of one signature share its
-    code: codegen.compile_once)."""
+    code: codegen.compile_once). The builtins it uses come under names no parameter can take."""
+    namespace.update(_BUILTINS)
     exec(codegen.compile_once(source, f"bundle {kind}"), namespace)
     fn = namespace[kind]
     fn.__qualname__ = qualname

@@ -388,13 +388,13 @@ GUARD_BODY = '''\
         return _lg_fallback("pre-run hooks or a stages hook", grid, False, _lg_options, ({names}))
 {never}    try:  # Triton's path is taken after it, never in it (its errors are not the key's)
         _lg_no = None  # an argument's class never keys: its NoKey (counted without a str() per call)
-        _lg_okey = frozenset(_lg_options.items()) if _lg_options else ()
+        _lg_okey = _lg_frozenset(_lg_options.items()) if _lg_options else ()
         _lg_dev = _lg_DEVICE()
 {classify}        _lg_key = (_lg_dev, _lg_JIT.debug, {knobs}_lg_okey, {keys})
         _lg_e = _lg_ENTRIES.get(_lg_key)
     except _lg_NoKey as _lg_reason:
-        return _lg_fallback(str(_lg_reason), grid, False, _lg_options, ({names}))
-    except TypeError:
+        return _lg_fallback(_lg_str(_lg_reason), grid, False, _lg_options, ({names}))
+    except _lg_TypeError:
         return _lg_fallback("an argument that cannot be a key (unhashable)", grid, False, _lg_options, ({names}))
     if _lg_no is not None:
         return _lg_fallback(_lg_no, grid, False, _lg_options, ({names}))
@@ -411,13 +411,13 @@ GUARD_BODY = '''\
         _lg_hash, _lg_kc, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd = _lg_e
     if _lg_JIT.used_global_vals:
         _lg_check_globals(_lg_JIT)
-    if grid.__class__ is tuple:
+    if grid.__class__ is _lg_tuple:
         _lg_g = grid
-    elif callable(grid):
+    elif _lg_callable(grid):
         _lg_g = grid({{{bound}}})
     else:
         _lg_g = grid
-    _lg_n = len(_lg_g)
+    _lg_n = _lg_len(_lg_g)
     _lg_stream = _lg_STREAM(_lg_dev)
     _lg_enter, _lg_leave = _lg_RT.launch_enter_hook, _lg_RT.launch_exit_hook
     if _lg_enter.__class__ is _lg_HOOK_CHAIN and not _lg_enter.calls and \\
@@ -448,6 +448,11 @@ _NEVER_KEYS = """\
         _lg_FALLBACKS[_lg_NEVER] += 1
         return _lg_ORIGINAL(_lg_JIT, {args}grid=grid, warmup=False, **_lg_options)
 """
+
+
+# The builtins the guard's code uses, under names no kernel parameter can take (a parameter
+# named `len` or `int` would hide the builtin inside the generated function).
+_GUARD_BUILTINS = {f"_lg_{b.__name__}": b for b in (int, float, bool, tuple, len, callable, str, frozenset, TypeError)}
 
 
 def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None):
@@ -493,11 +498,11 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
             plain = []
             tensor = [f"{k} = (_lg_TENSOR, {a}.dtype, {aligned})"]
         int_key = _INT_KEY.format(a=a, k=k, flags=f"{int(specialize)}{int(align)}", specialize=specialize, align=align)
-        simple = sorted(["_lg_c is float", "_lg_c is bool", f"{a} is None"],
-                        key=lambda t: not (hint is not None and t.startswith(f"_lg_c is {hint.__name__}")))
+        simple = sorted(["_lg_c is _lg_float", "_lg_c is _lg_bool", f"{a} is None"],
+                        key=lambda t: not (hint is not None and t.startswith(f"_lg_c is _lg_{hint.__name__}")))
         branches = {  # floats, bools and None key by their class
             "tensor": ("_lg_c is _lg_TENSOR", tensor),
-            "int": ("_lg_c is int", plain + int_key.rstrip("\n").split("\n")),
+            "int": ("_lg_c is _lg_int", plain + int_key.rstrip("\n").split("\n")),
             "simple": (" or ".join(simple), plain + [f"{k} = _lg_c"]),
         }
         first = "int" if hint is int else "simple" if hint in (float, bool, type(None)) else "tensor"
@@ -519,7 +524,7 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
                              bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))
     source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
                                    body=body)
-    ns = dict(namespace)
+    ns = dict(namespace, **_GUARD_BUILTINS)
     exec(compile_once(source, "guard"), ns)  # a kernel guarded again costs an exec
     run, call = ns["run"], ns["call"]
     run.__qualname__ = f"{name}.run (launcher guard, generated)"

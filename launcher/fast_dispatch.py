@@ -235,7 +235,8 @@ class Guard:
     """One JITFunction's guard: its generated run, its recorded kernels and its counters."""
 
     def __init__(self, jit, original, *, device=None, stream=None, example=None):
-        """original: Triton's JITFunction.run; device, stream: the current-device and
+        """original: Triton's JITFunction.run (fixed for the guard: its generated code holds it
+        too); device, stream: the current-device and
         current-stream getters (Triton's active driver's by default); example: (args, kwargs)
         of a first call, whose argument classes the generated code tests first."""
         self.jit = jit
@@ -283,6 +284,8 @@ class Guard:
         if self.call is not None:
             jit[_CALL] = (self.run, self.call)
             self._ns["_lg_LIVE"] = True
+        else:  # an unguarded kernel: kernel[grid] is Triton's (read without an exception)
+            jit[_CALL] = (None, None)
         _attached.add(self)
 
     def detach(self):
@@ -359,12 +362,13 @@ class Guard:
         Triton's path then."""
         if self._stock and self._stock.get(key, _ABSENT) is self.jit.hash:
             return None
+        caches = self.jit.device_caches.get(device)  # read first: a clear meanwhile invalidates the entry
         kernel = self._find(self.jit, device, values, options)
         if kernel is None:
             return None
         if not self._settled:
             self._settle()
-        entry = self._record(key, device, kernel, A.loaded_launch(kernel))
+        entry = self._record(key, device, kernel, A.loaded_launch(kernel), caches)
         if entry is not None:
             _misses[0] += 1
         return entry
@@ -382,13 +386,14 @@ class Guard:
             _misses[0] += 1
         return kernel
 
-    def _record(self, key, device, kernel, launch):
+    def _record(self, key, device, kernel, launch, caches=None):
         """Record `kernel` (a CompiledKernel; launch: its (launcher, function handle)) for `key`
         and return the entry the generated code unpacks; None where it cannot be recorded. A
         kernel that Triton's stock launcher launches is remembered as such (Triton's path takes
-        its calls)."""
+        its calls). caches: the kernel's device_caches entry it was found in (else read now); the
+        entry holds while that is the kernel's entry."""
         jit = self.jit
-        caches = jit.device_caches.get(device)
+        caches = jit.device_caches.get(device) if caches is None else caches
         if launch is None or caches is None or jit.hash is None:  # loaded_launch: None unless the handle is set
             return None
         run, function = launch

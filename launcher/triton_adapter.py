@@ -469,10 +469,7 @@ def cached_kernel_finder():
 
     knobs = dispatch_knobs()
     debug_knob = knobs[0][0]
-    sources = [(holder, attr, knob_source(holder, attr)) for holder, attr in knobs[1:]]
-    plain = [(holder, attr) for holder, attr, source in sources if source is None]
-    # an env descriptor's value: the holder's own setting where it has one, else what its get() reads
-    from_env = [(holder, attr, *source) for holder, attr, source in sources if source is not None]
+    sources = [(holder, attr, knob_source(holder, attr)) for holder, attr in knobs[1:]]  # run's order
 
     def find(jit_fn, device, values: tuple, options: dict):
         caches = jit_fn.device_caches.get(device)
@@ -481,10 +478,9 @@ def cached_kernel_finder():
         kernel_cache, key_cache, _target, _backend, binder = caches
         kwargs = dict(options)  # run's own first lines
         kwargs["debug"] = kwargs.get("debug", jit_fn.debug) or debug_knob.debug
-        for holder, attr in plain:
-            kwargs[attr] = getattr(holder, attr)
-        for holder, attr, read, args in from_env:
-            kwargs[attr] = getattr(holder, attr) if attr in holder.__dict__ else read(*args)
+        for holder, attr, source in sources:  # an env descriptor's: its own setting, else what its get() reads
+            kwargs[attr] = getattr(holder, attr) if source is None or attr in holder.__dict__ else \
+                source[0](*source[1])
         try:
             _bound, specialization, opts = binder(*values, **kwargs)
             kernel = kernel_cache.get(compute_cache_key(key_cache, specialization, opts))

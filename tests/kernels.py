@@ -99,3 +99,10 @@ def matmul_kernel(a, b, c, M, N, Kd, BM: tl.constexpr, BN: tl.constexpr, BK: tl.
 def grid3d_kernel(out, NX, NY):
     x, y, z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     tl.store(out + (z * NY + y) * NX + x, x + 10 * y + 100 * z)
+
+
+@triton.jit
+def builtin_names_kernel(out, len, tuple, int, float, str, BLOCK: tl.constexpr):
+    # parameters named as the builtins generated code uses (len, tuple, int, float, str)
+    offs = tl.arange(0, BLOCK)
+    tl.store(out + offs, (len + int + str) * float + tl.load(tuple + offs))

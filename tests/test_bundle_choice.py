@@ -185,7 +185,7 @@ def test_the_generated_call_keys_as_the_key_functions_do(scale, monkeypatch, tor
     kernel, _ = scale
     fresh, keys, call, source = recording_call(kernel, monkeypatch, torch_tensors)
     assert ("_launcher_TENSOR" in source) == torch_tensors and "_launcher_IK.get(n)" in source
-    assert "_launcher_FLOAT if scale.__class__ is float" in source
+    assert "_launcher_FLOAT if scale.__class__ is _launcher_float" in source
     fresh[(1,)](x, out, n, stride, s, **kwargs)
     values = (x, out, n, stride, s, kwargs.get("BLOCK", BK.V.MISSING))
     namespace = call.__globals__
@@ -222,10 +222,35 @@ def test_the_generated_call_keys_tuples_as_key_of_does(tuples, monkeypatch, torc
     generated call computes is key_of's, for tuples of that length and for anything else (other
     lengths, lists, scalars), so equal keys still choose alike."""
     fresh, keys, _, source = recording_call(tuples, monkeypatch, torch_tensors)
-    assert "if t.__class__ is tuple and len(t) == 3:" in source and "if _launcher_t2_0.__class__ is tuple" in source
+    assert "if t.__class__ is _launcher_tuple and _launcher_len(t) == 3:" in source and \
+        "if _launcher_t2_0.__class__ is _launcher_tuple" in source
     fresh[(1,)](out, t, nested, 2, scale)
     assert keys == [(BK.key_of_pointer(out), BK.key_of(t), BK.key_of(nested), BK.constexpr_key(2),
                      BK.key_of(scale), 0)], (t, nested)
+
+
+@pytest.mark.parametrize("torch_tensors", [False, True])
+def test_parameters_named_like_builtins_hide_none_the_generated_call_uses(tmp_path, monkeypatch, torch_tensors):
+    """A kernel whose parameters are named len, tuple, int, float and str: its generated call
+    refers to no builtin by its own name (a parameter would hide it), and keys as the key
+    functions do."""
+    import builtins
+
+    import kernels as K
+
+    path = tmp_path / "builtins.bundle"
+    with cpu_triton(90, K.builtin_names_kernel):
+        ck = K.builtin_names_kernel.warmup(FakeTensor(A, tl.float32), 3, FakeTensor(A, tl.float32), 5, 1.5, 7,
+                                           BLOCK=64, grid=(1,))
+        launcher.export(path, ck)
+        del ck
+    kernel = launcher.load_bundle(path).builtin_names_kernel
+    fresh, keys, call, _ = recording_call(kernel, monkeypatch, torch_tensors)
+    assert not set(call.__code__.co_names) & set(vars(builtins))
+    values = (FakeTensor(A, tl.float32), 3, FakeTensor(A, tl.float32), 5, 1.5, 7)
+    fresh[(1,)](*values, BLOCK=64)
+    namespace = call.__globals__
+    assert keys == [tuple(namespace[f"_launcher_k{i}"](v) for i, v in enumerate(values + (64,))) + (0,)]
 
 
 DESCRIPTOR_BLOCKS = st.sampled_from([[64, 64], [64, 32], [32, 64], [16]])

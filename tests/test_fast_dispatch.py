@@ -394,6 +394,13 @@ def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
             os.environ["TRITON_FPSAN_HOMOMORPHIC_CASTS"] = "0" if triton.knobs.compilation.fpsan_homomorphic_casts else "1"
             call()  # another key (the guard misses); Triton's cache holds that kernel: no compile
             assert fast_dispatch.stats()["misses"] == misses + 1 and triton_.runs == runs + 4
+            # the holder's own setting wins over the variable (no setenv: only the holder changes)
+            value = triton.knobs.compilation.fpsan_homomorphic_casts
+            triton.knobs.compilation.__dict__["fpsan_homomorphic_casts"] = not value
+            assert triton.knobs.compilation.fpsan_homomorphic_casts is (not value)
+            kernel = call()
+            assert kernel.key == triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
+        assert "_lg_KREAD_" in "".join(__import__("linecache").getlines(guard.run.__code__.co_filename))
     guard_kernel.pre_run_hooks.append(lambda *a, **k: None)
     try:
         before = fast_dispatch.fallback_counts()
@@ -528,6 +535,33 @@ def test_the_finder_answers_what_tritons_cache_holds_and_not_a_compile_in_flight
         assert find(guard_kernel, 0, values, {}) is None
     finally:
         cache[key] = kernel
+
+
+def test_parameters_named_like_builtins_hide_none_the_guard_uses():
+    """A kernel whose parameters are named len, tuple, int, float and str: the guard's code refers
+    to no builtin by its own name (a parameter would hide it; `hash` is an attribute there), and
+    its hits launch the kernel Triton's key chooses."""
+    import builtins
+
+    from kernels import builtin_names_kernel
+
+    triton_ = CpuTriton(builtin_names_kernel)
+    guard = Guard(builtin_names_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
+    try:
+        for fn in (guard.run, guard.call):
+            assert set(fn.__code__.co_names) & set(vars(builtins)) <= {"hash"}
+        x = FakeTensor(A0, tl.float32)
+        args = (x, 3, x, 5, 1.5, 7)
+        want = triton_.triton_key(builtin_names_kernel, args, {"BLOCK": 64})[0]
+        hits = fast_dispatch.stats()["hits"]
+        for grid in ((1,), lambda meta: (meta["len"],)):  # a miss, then hits (the callable grid too)
+            for _ in range(2):
+                assert guard.run(*args, grid=grid, warmup=False, BLOCK=64).key == want
+        assert fast_dispatch.stats()["hits"] == hits + 3
+        assert triton_.launched[-1] == triton_.launched[-2]
+    finally:
+        _forget_guard(builtin_names_kernel)
+        builtin_names_kernel.device_caches.clear()  # the stand-in kernels are this test's alone
 
 
 def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_classified():
