@@ -533,6 +533,8 @@ def test_the_finder_answers_what_tritons_cache_holds_and_not_a_compile_in_flight
     cache[key] = Future()
     try:
         assert find(guard_kernel, 0, values, {}) is None
+        cache[key] = kernel.ck  # Triton's own CompiledKernel (no `result` asked of it)
+        assert find(guard_kernel, 0, values, {}) is kernel.ck
     finally:
         cache[key] = kernel
 
