@@ -646,19 +646,18 @@ int launcher_bound_launch(launcher_bound *b, uint64_t stream) {
 }
 
 /* ---- tensor maps ---- */
-int launcher_encode_tensor(char *out_128_bytes, int elem_type, uint32_t rank, uint64_t global_address,
-                           const int64_t *shape, const int64_t *strides, const uint32_t *box,
-                           uint32_t elem_size, int interleave, int swizzle, int l2_promotion,
-                           int oob_fill, uint64_t clear_bit21_below) {
-    uint64_t dims[5], byte_strides[5] = {0}, extent = 0;
+int launcher_encode_tensor_map(char *out_128_bytes, const launcher_tensor_map_format *format,
+                               uint64_t global_address, const int64_t *dims) {
+    uint64_t sizes[5], byte_strides[5] = {0}, extent = 0;
     uint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+    const uint32_t rank = format->rank, elem_size = format->elem_size;
     if (rank < 1 || rank > 5 || elem_size == 0)
         return LAUNCHER_ERROR_BAD_GEOMETRY;
     for (uint32_t i = 0; i < rank; i++) {
-        int64_t size = shape[rank - 1 - i], stride = strides[rank - 1 - i];
-        if (size < 0 || stride < 0 || (uint64_t)stride > UINT64_MAX / elem_size || box[i] == 0)
+        int64_t size = dims[rank - 1 - i], stride = dims[2 * rank - 1 - i];
+        if (size < 0 || stride < 0 || (uint64_t)stride > UINT64_MAX / elem_size || format->box[i] == 0)
             return LAUNCHER_ERROR_BAD_GEOMETRY;
-        dims[i] = (uint64_t)size;
+        sizes[i] = (uint64_t)size;
         if (i > 0)
             byte_strides[i - 1] = (uint64_t)stride * elem_size;
         /* the offset of the tensor's last byte (saturating): what the bit-21 workaround asks */
@@ -682,12 +681,13 @@ int launcher_encode_tensor(char *out_128_bytes, int elem_type, uint32_t rank, ui
             return rc == CUDA_ERROR_INVALID_VALUE ? LAUNCHER_ERROR_BAD_POINTER : rc;
     }
     _Alignas(128) unsigned char map[128];
-    rc = cu.cuTensorMapEncodeTiled(map, elem_type, rank, (void *)(uintptr_t)global_address, dims,
-                                   byte_strides, box, elem_strides, interleave, swizzle,
-                                   l2_promotion, oob_fill);
+    rc = cu.cuTensorMapEncodeTiled(map, format->elem_type, rank, (void *)(uintptr_t)global_address, sizes,
+                                   byte_strides, format->box, elem_strides, format->interleave, format->swizzle,
+                                   format->l2_promotion, format->oob_fill);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (clear_bit21_below && extent < UINT64_MAX && extent + 1 < clear_bit21_below) {
+    uint64_t below = format->clear_bit21_below;
+    if (below && extent < UINT64_MAX && extent + 1 < below) {
         uint64_t word;
         memcpy(&word, map + 8, 8);
         word &= ~((uint64_t)1 << 21);
@@ -695,6 +695,21 @@ int launcher_encode_tensor(char *out_128_bytes, int elem_type, uint32_t rank, ui
     }
     memcpy(out_128_bytes, map, 128);
     return CUDA_SUCCESS;
+}
+
+int launcher_encode_tensor(char *out_128_bytes, int elem_type, uint32_t rank, uint64_t global_address,
+                           const int64_t *shape, const int64_t *strides, const uint32_t *box,
+                           uint32_t elem_size, int interleave, int swizzle, int l2_promotion,
+                           int oob_fill, uint64_t clear_bit21_below) {
+    if (rank < 1 || rank > 5)
+        return LAUNCHER_ERROR_BAD_GEOMETRY;
+    launcher_tensor_map_format format = {elem_type, rank, {0}, elem_size, interleave, swizzle,
+                                         l2_promotion, oob_fill, clear_bit21_below};
+    int64_t dims[10];
+    memcpy(format.box, box, rank * sizeof *box);
+    memcpy(dims, shape, rank * sizeof *shape);
+    memcpy(dims + rank, strides, rank * sizeof *strides);
+    return launcher_encode_tensor_map(out_128_bytes, &format, global_address, dims);
 }
 
 int launcher_driver_version(int *version) {

@@ -147,16 +147,34 @@ int launcher_function_set_attribute(uint64_t function, int attribute, int value)
 int launcher_function_set_cache_config(uint64_t function, int config);
 int launcher_device_get_attribute(int device, int attribute, int *value);
 
-/* A tiled CUtensorMap into out_128_bytes for a tensor as Python describes it: `shape` and
- * `strides` (in elements) outermost first, `box` innermost first, rank 1 to 5.  This only turns
- * them into cuTensorMapEncodeTiled's order (dimensions innermost first, byte strides of the rank-1
- * outer dimensions, element strides 1) and passes the rest through; Python decides the
- * conventions.  clear_bit21_below: where non-zero, bit 21 of the map's second 64-bit word is
- * cleared when the tensor's last byte lies below that many bytes (the CUTLASS workaround, applied
- * where Python says the kernel's release and the driver call for it).  LAUNCHER_ERROR_BAD_GEOMETRY
- * for a rank, a size or a stride out of range (checked before the driver is opened); a non-zero
+/* What the tensor maps of one descriptor parameter share: everything but the tensor's address,
+ * shape and strides (made once per encoder; launcher_encode_tensor_map takes it). box: rank
+ * entries, innermost first; clear_bit21_below: see launcher_encode_tensor. */
+typedef struct {
+    int32_t elem_type;
+    uint32_t rank;
+    uint32_t box[5];
+    uint32_t elem_size;
+    int32_t interleave, swizzle, l2_promotion, oob_fill;
+    uint64_t clear_bit21_below;
+} launcher_tensor_map_format;
+
+/* A tiled CUtensorMap into out_128_bytes for a tensor at global_address with the format's
+ * element type, box and options; `dims` holds the rank sizes and then the rank strides (in
+ * elements), outermost first, as Python describes a tensor.  This only turns them into
+ * cuTensorMapEncodeTiled's order (dimensions innermost first, byte strides of the rank-1 outer
+ * dimensions, element strides 1) and passes the rest through; Python decides the conventions.
+ * clear_bit21_below: where non-zero, bit 21 of the map's second 64-bit word is cleared when the
+ * tensor's last byte lies below that many bytes (the CUTLASS workaround, applied where Python
+ * says the kernel's release and the driver call for it).  LAUNCHER_ERROR_BAD_GEOMETRY for a rank,
+ * a size or a stride out of range (checked before the driver is opened); a non-zero
  * global_address is checked as pointer arguments are: LAUNCHER_ERROR_BAD_POINTER when the current
  * context cannot reach it. */
+int launcher_encode_tensor_map(char *out_128_bytes, const launcher_tensor_map_format *format,
+                               uint64_t global_address, const int64_t *dims);
+
+/* The same with every field passed on its own: `shape` and `strides` (rank entries each,
+ * outermost first), `box` (rank entries, innermost first). */
 int launcher_encode_tensor(char *out_128_bytes, int elem_type, uint32_t rank, uint64_t global_address,
                            const int64_t *shape, const int64_t *strides, const uint32_t *box,
                            uint32_t elem_size, int interleave, int swizzle, int l2_promotion,

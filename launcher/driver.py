@@ -275,15 +275,19 @@ def encode_tensor(elem_type: int, global_address: int, shape, strides, box, elem
 def tensor_map_encoder(elem_type: int, box, elem_size: int, interleave: int, swizzle: int, l2_promotion: int,
                        oob_fill: int, clear_bit21_below: int = 0):
     """encode(global_address, shape, strides) -> bytes: encode_tensor for tensor maps that share
-    everything but the tensor (what a descriptor encoder calls for each new one), with the box
-    converted once and no other Python on the way to the C call."""
+    everything but the tensor (what a descriptor encoder calls for each new one): the format is
+    made once, and each encode is one C call with the address and one array of sizes and strides."""
     ffi, lib = native()
     rank = len(box)
     try:
-        c_box = ffi.new("uint32_t[]", list(box))
-    except (OverflowError, TypeError):
-        c_box = None  # every encode refuses the geometry
-    char128, new, unpack, c_encode = ffi.typeof("char[128]"), ffi.new, ffi.unpack, lib.launcher_encode_tensor
+        fmt = ffi.new("launcher_tensor_map_format *", {
+            "elem_type": elem_type, "rank": rank, "box": list(box), "elem_size": elem_size, "interleave": interleave,
+            "swizzle": swizzle, "l2_promotion": l2_promotion, "oob_fill": oob_fill,
+            "clear_bit21_below": clear_bit21_below})
+    except (OverflowError, TypeError, IndexError, ValueError):
+        fmt = None  # every encode refuses the geometry (a rank above 5, a box entry out of range)
+    char128, new, unpack, c_encode = ffi.typeof("char[128]"), ffi.new, ffi.unpack, lib.launcher_encode_tensor_map
+    bad_geometry = lib.LAUNCHER_ERROR_BAD_GEOMETRY
 
     def encode(global_address, shape, strides):
         if len(shape) != rank or len(strides) != rank:  # the C reads `rank` entries of each
@@ -291,14 +295,12 @@ def tensor_map_encoder(elem_type: int, box, elem_size: int, interleave: int, swi
                              f"{list(box)[::-1]} have different ranks")
         out = new(char128)
         try:
-            rc = c_encode(out, elem_type, rank, global_address, shape, strides, c_box, elem_size, interleave,
-                          swizzle, l2_promotion, oob_fill, clear_bit21_below) if c_box is not None else \
-                lib.LAUNCHER_ERROR_BAD_GEOMETRY
+            rc = c_encode(out, fmt, global_address, (*shape, *strides)) if fmt is not None else bad_geometry
         except (OverflowError, TypeError):
-            rc = lib.LAUNCHER_ERROR_BAD_GEOMETRY
+            rc = bad_geometry
         if not rc:
             return unpack(out, 128)
-        if rc == lib.LAUNCHER_ERROR_BAD_GEOMETRY:
+        if rc == bad_geometry:
             raise ValueError(f"tensor map shape {list(shape)}, strides {list(strides)} and block {list(box)[::-1]} "
                              f"must be one to five non-negative 64-bit sizes each (the block positive)")
         if rc == lib.LAUNCHER_ERROR_BAD_POINTER:

@@ -142,12 +142,18 @@ def test_the_plans_of_every_corpus_kernel_are_valid():
 ], ids=["rank 0", "rank 6", "negative size", "negative stride", "byte stride overflow", "empty box",
         "no element size"])
 def test_a_tensor_map_geometry_out_of_range_is_refused_before_the_driver(rank, shape, strides, box, elem_size):
-    """launcher_encode_tensor checks the geometry before it opens the driver (so also here, with
-    no GPU, and under AddressSanitizer) and writes nothing."""
+    """launcher_encode_tensor and launcher_encode_tensor_map (a format made once, one array of
+    sizes and strides) check the geometry before they open the driver (so also here, with no GPU,
+    and under AddressSanitizer) and write nothing."""
     ffi = driver.native()[0]
     out = ffi.new("char[128]", b"\x5a" * 128)
     rc = lib().launcher_encode_tensor(out, 7, rank, 0x1000, shape, strides, box, elem_size, 0, 0, 2, 0, 0)
     assert rc == lib().LAUNCHER_ERROR_BAD_GEOMETRY
+    assert bytes(ffi.buffer(out, 128)) == b"\x5a" * 128
+    fmt = ffi.new("launcher_tensor_map_format *", {"elem_type": 7, "rank": rank, "box": box[:5], "elem_size": elem_size,
+                                                   "l2_promotion": 2})
+    dims = ffi.new("int64_t[]", shape + strides)
+    assert lib().launcher_encode_tensor_map(out, fmt, 0x1000, dims) == lib().LAUNCHER_ERROR_BAD_GEOMETRY
     assert bytes(ffi.buffer(out, 128)) == b"\x5a" * 128
 
 
