@@ -88,13 +88,18 @@ def _bit21_below(clear_bit21: bool) -> int:
     return _BIT21_EXTENT if clear_bit21 and driver.driver_version() <= _BIT21_DRIVERS else 0
 
 
-def _failed(e, address, swizzle, elem_size, elem_type, box, shape, strides, padding):
-    """A driver error of an encode, with what was asked (Triton's message)."""
-    return driver.CudaError(
-        e.code, e.name, e.text,
-        f"failed to create tensor map descriptor (elemType={elem_type} rank={len(shape)} "
-        f"global_address={address:#x} elemSize={elem_size} swizzle={swizzle} padding={padding} "
-        f"shape={list(shape)} strides={list(strides)} blockSize={list(box)[::-1]})")
+def _encode_with(encode, address, shape, strides, swizzle, elem_size, elem_type, box, padding) -> bytes:
+    """encode(address, shape, strides), where a driver error says what was asked (Triton's message)."""
+    try:
+        return encode(address, shape, strides)
+    except driver.CudaDriverNotFound:
+        raise
+    except driver.CudaError as e:
+        raise driver.CudaError(
+            e.code, e.name, e.text,
+            f"failed to create tensor map descriptor (elemType={elem_type} rank={len(shape)} "
+            f"global_address={address:#x} elemSize={elem_size} swizzle={swizzle} padding={padding} "
+            f"shape={list(shape)} strides={list(strides)} blockSize={list(box)[::-1]})") from None
 
 
 def _map_encoder(swizzle, elem_size, elem_type, box, padding, bit21_below):
@@ -107,12 +112,7 @@ def _map_encoder(swizzle, elem_size, elem_type, box, padding, bit21_below):
 def _encode(address, swizzle, elem_size, elem_type, box, shape, strides, padding, clear_bit21) -> TensorMap:
     """One tensor map as a TensorMap (what Triton's fill_tma_descriptor returns)."""
     encode = _map_encoder(swizzle, elem_size, elem_type, box, padding, _bit21_below(clear_bit21))
-    try:
-        data = encode(address, shape, strides)
-    except driver.CudaDriverNotFound:
-        raise
-    except driver.CudaError as e:
-        raise _failed(e, address, swizzle, elem_size, elem_type, box, shape, strides, padding) from None
+    data = _encode_with(encode, address, shape, strides, swizzle, elem_size, elem_type, box, padding)
     tmap = TensorMap.__new__(TensorMap)
     tmap.data, tmap._buffer = data, None
     return tmap
@@ -168,13 +168,8 @@ class DescriptorEncoder:
         if encode is None:  # the driver's version decides the bit-21 workaround: asked here, not on the CPU tests' path
             encode = self._encoders[nan, tf32] = _map_encoder(self.swizzle, self.elem_size, elem_type, self.box, nan,
                                                               _bit21_below(self.clear_bit21))
-        try:
-            data = encode(address, shape, strides)
-        except driver.CudaDriverNotFound:
-            raise
-        except driver.CudaError as e:
-            raise _failed(e, address, self.swizzle, self.elem_size, elem_type, self.box, shape, strides,
-                          1 if nan else 0) from None
+        data = _encode_with(encode, address, shape, strides, self.swizzle, self.elem_size, elem_type, self.box,
+                            1 if nan else 0)
         if len(self.cache) >= self.MAX_CACHED:
             self.cache.clear()
         self.cache[key] = data
