@@ -173,7 +173,7 @@ def _walk(spec, arg, path, value, encoders, out):
     if kind == "constexpr":
         return
     if kind == "pointer":
-        out.append(value if value.__class__ is int and 0 <= value < 1 << 64 else pointer(spec, path, arg.type, value))
+        out.append(value if value.__class__ is int and 0 <= value <= _U64[1] else pointer(spec, path, arg.type, value))
     elif kind == "scalar":
         out.append(scalar(spec, path, arg.type, value))
     elif kind == "tuple":
@@ -203,7 +203,7 @@ def check_header(spec, grid_x, grid_y, grid_z, stream, function) -> tuple:
     lo, hi = _I32
     if grid_x.__class__ is int and grid_y.__class__ is int and grid_z.__class__ is int and \
             stream.__class__ is int and function.__class__ is int and lo <= grid_x <= hi and \
-            lo <= grid_y <= hi and lo <= grid_z <= hi and 0 <= stream < 1 << 64 and 0 <= function < 1 << 64:
+            lo <= grid_y <= hi and lo <= grid_z <= hi and 0 <= stream <= _U64[1] and 0 <= function <= _U64[1]:
         return function, stream, grid_x, grid_y, grid_z
     grid = tuple(as_int(spec, f"grid{axis}", g, "an int in [-2**31, 2**31)", _I32)
                  for axis, g in zip("XYZ", (grid_x, grid_y, grid_z)))
@@ -235,7 +235,7 @@ def flat_values(spec, args, encoders) -> list:
     out = []
     for i, (arg, value) in enumerate(zip(spec.args, args)):
         kind = arg.kind  # the common cases here (as _walk takes them), the others by _walk
-        if kind == "pointer" and value.__class__ is int and 0 <= value < 1 << 64:
+        if kind == "pointer" and value.__class__ is int and 0 <= value <= _U64[1]:
             out.append(value)
         elif kind == "scalar" and value.__class__ is int and arg.type in _INTS and \
                 _INTS[arg.type][0] <= value <= _INTS[arg.type][1]:

@@ -269,9 +269,8 @@ def _signature(params, layer_names, with_extra):
     return ", ".join(parts), stream, namespace
 
 
-# The builtins the generated code uses, under names no kernel parameter can take (a parameter
-# named `len` or `tuple` would hide the builtin inside the generated function).
-_BUILTINS = {f"_launcher_{b.__name__}": b for b in (int, float, tuple, len, KeyError, Exception)}
+# The builtins the generated code uses, under names no kernel parameter can take.
+_BUILTINS = codegen.reserved_builtins("_launcher_", int, float, tuple, len, KeyError, Exception)
 
 
 def _compile(source, kind, namespace, qualname):

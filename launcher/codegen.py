@@ -450,9 +450,14 @@ _NEVER_KEYS = """\
 """
 
 
-# The builtins the guard's code uses, under names no kernel parameter can take (a parameter
-# named `len` or `int` would hide the builtin inside the generated function).
-_GUARD_BUILTINS = {f"_lg_{b.__name__}": b for b in (int, float, bool, tuple, len, callable, str, frozenset, TypeError)}
+def reserved_builtins(prefix: str, *builtins) -> dict:
+    """The builtins generated code uses, under names no kernel parameter can take (`prefix` +
+    the builtin's name): a parameter named `len` or `int` would hide the builtin inside a
+    generated function whose parameters are the kernel's."""
+    return {f"{prefix}{b.__name__}": b for b in builtins}
+
+
+_GUARD_BUILTINS = reserved_builtins("_lg_", int, float, bool, tuple, len, callable, str, frozenset, TypeError)
 
 
 def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None):

@@ -224,7 +224,7 @@ class CudaLauncher:
     def pack(self, gridX, gridY, gridZ, stream, function, kernel_metadata, *args):
         """(native plan, packed buffer, scratch allocations): the checked arguments of one launch."""
         return self._shape.generated("pack")(self, gridX, gridY, gridZ, stream, function, kernel_metadata,
-                                       None, None, None, *args)
+                                             None, None, None, *args)
 
     def bind(self, gridX, gridY, gridZ, stream, function, kernel_metadata, *args) -> "BoundLaunch":
         """Check and pack the arguments once; the result launches them again and again.
@@ -341,12 +341,14 @@ class _Shape:
         def new_out():
             return ffi.new("char[]", max(out_size, 1))
 
-        def split(out):  # a dry run's bytes, parameter by parameter (written one after another)
-            raw, pos, parts = bytes(ffi.buffer(out, out_size)), 0, []
-            for p in layout.params:
-                parts.append(raw[pos:pos + p.size])
-                pos += p.size
-            return parts
+        bounds, pos = [], 0  # where each parameter's bytes lie in a dry run's output (one after another)
+        for p in layout.params:
+            bounds.append((pos, pos + p.size))
+            pos += p.size
+
+        def split(out):  # a dry run's bytes, parameter by parameter
+            raw = ffi.buffer(out, out_size)[:]
+            return [raw[a:b] for a, b in bounds]
 
         self.new_out, self.split = new_out, split
         self.encoders = encoders = {}  # argument path -> encoder of that tensor descriptor
