@@ -172,10 +172,12 @@ _KEY_OF = {"pointer": key_of_pointer, "int": key_of_int, "descriptor": key_of_de
 
 def _leaf_key(var, kind, torch_inline: bool) -> str:
     """The key expression of `var`, an argument (or a tuple's item) keyed as `kind` (_leaf_kind,
-    not a tuple): what key_of gives, with the common cases inline."""
-    if kind == "pointer":  # a tensor: key_of's key, its address read again where it is launched
-        return (f"(({var}.__class__, {var}.dtype, not {var}.data_ptr() & 15) if {var}.__class__ is _launcher_TENSOR "
-                f"else _launcher_key_of_pointer({var}))") if torch_inline else f"_launcher_key_of_pointer({var})"
+    not a tuple): what key_of gives, with the common cases inline. A torch tensor's `var`
+    becomes its data_ptr() (what the launch takes), read once."""
+    if kind == "pointer":
+        return (f"(({var}.__class__, {var}.dtype, not ({var} := {var}.data_ptr()) & 15) "
+                f"if {var}.__class__ is _launcher_TENSOR else _launcher_key_of_pointer({var}))") \
+            if torch_inline else f"_launcher_key_of_pointer({var})"
     if kind == "int":  # an int passed before: one lookup
         return f"((_launcher_IK.get({var}) or _launcher_key_of_int({var})) if {var}.__class__ is _launcher_int else _launcher_key_of({var}))"
     if kind == "float":
@@ -201,7 +203,14 @@ def _tuple_key_lines(out, var, items, result, depth, torch_inline):
         else:
             keys.append(_leaf_key(name, kind, torch_inline))
     out.append(f"{pad}    {result} = (_launcher_tuple, ({''.join(k + ', ' for k in keys)}))\n")
+    if torch_inline and _has_pointer(items):  # the launch takes the tuple with the addresses read for the key
+        out.append(f"{pad}    {var} = ({''.join(n + ', ' for n in names)})\n")
     out.append(f"{pad}else:\n{pad}    {result} = _launcher_key_of({var})\n")
+
+
+def _has_pointer(items) -> bool:
+    """Whether a tuple keyed as `items` (_leaf_kind) holds a pointer, at any depth."""
+    return any(_has_pointer(k) if isinstance(k, list) else k == "pointer" for k in items)
 
 
 _TEMPLATE = '''\
@@ -230,7 +239,7 @@ def launch(_launcher_grid, /, {signature}):
     if _launcher_entry.adjusts:
         _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
                             _launcher_entry.metadata, None, None, None, *_launcher_entry.complete(_launcher_args))
-    else:  # the torch tensors keyed inline are their data_ptr() here
+    else:  # the torch tensors keyed inline (in tuples too) are their data_ptr() here
         _launcher_entry.direct(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
                                {names})
 '''
@@ -403,10 +412,7 @@ class BundleKernel:
                 leaf = _leaf_kind([v.spec.args[i] for v in variants])
                 # the function whose key the inline code computes (the tests compare the two)
                 namespace[f"_launcher_k{i}"] = _KEY_OF.get(leaf if isinstance(leaf, str) else "tuple", key_of)
-                if leaf == "pointer" and torch is not None:  # a torch tensor becomes its address here
-                    key = (f"(({a}.__class__, {a}.dtype, not ({a} := {a}.data_ptr()) & 15) "
-                           f"if {a}.__class__ is _launcher_TENSOR else _launcher_key_of_pointer({a}))")
-                elif isinstance(leaf, list):  # a tuple of a known structure: keyed item by item
+                if isinstance(leaf, list):  # a tuple of a known structure: keyed item by item
                     key = f"_launcher_t{i}"
                     _tuple_key_lines(prelude, a, leaf, key, 2, torch is not None)
                 else:

@@ -229,6 +229,22 @@ def test_the_generated_call_keys_tuples_as_key_of_does(tuples, monkeypatch, torc
                      BK.key_of(scale), 0)], (t, nested)
 
 
+def test_a_hit_launches_tuples_with_the_addresses_its_key_read(tuples, monkeypatch):
+    """Torch tensors keyed inline (top-level and inside tuples) reach the launch as the
+    data_ptr() their key read, the tuples rebuilt around them; every other item as passed."""
+    import types
+
+    fresh, keys, _, _ = recording_call(tuples, monkeypatch, True)
+    out, x, y = FakeTensor(A, tl.float32), FakeTensor(U, tl.float32), FakeTensor(A + 64, tl.float32)
+    call = (out, (x, 7, 3), ((y, 4), (5, 0.5)), 2, 1.5)
+    fresh[(1,)](*call)  # the slow path records the key
+    launched = []
+    fresh._cache[keys[0]] = types.SimpleNamespace(adjusts=False, function=9, stream=lambda: 0,
+                                                  direct=lambda *a: launched.append(a))
+    fresh[(1,)](*call)
+    assert launched == [(1, 1, 1, 0, 9, A, (U, 7, 3), ((A + 64, 4), (5, 0.5)), 2, 1.5)]
+
+
 @pytest.mark.parametrize("torch_tensors", [False, True])
 def test_parameters_named_like_builtins_hide_none_the_generated_call_uses(tmp_path, monkeypatch, torch_tensors):
     """A kernel whose parameters are named len, tuple, int, float and str: its generated call
