@@ -172,5 +172,7 @@ def test_gpu_tests_skip_cleanly_without_a_gpu():
     proc = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_gpu.py",
                  "tests/test_gpu_reliability.py"], cwd=ROOT, env=SAFE_PATH)
     assert proc.returncode in (0, 5), proc.stdout + proc.stderr  # 5: pytest's "no test ran"
-    assert re.search(r"^2 skipped in ", proc.stdout, re.M), proc.stdout
+    # every test skipped, nothing run (the count depends on whether torch is installed: without it
+    # the modules skip whole, with it each test does)
+    assert re.search(r"^\d+ skipped in ", proc.stdout, re.M), proc.stdout
     assert "needs" in proc.stdout or "need" in proc.stdout  # the skip says why
