@@ -36,7 +36,7 @@ from launcher import spec as S
 from launcher import variants as V
 from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
-from launcher.specialization import _tensordesc_type
+from launcher.specialization import _tensordesc_type, array_interface
 
 log = logging.getLogger("launcher.bundle")
 
@@ -91,9 +91,9 @@ def key_of(v):
         return (cls, getattr(v, "dtype", None), data_ptr() % 16 == 0)
     if cls is tuple or cls is list or isinstance(v, tuple):
         return (tuple, tuple([key_of(x) for x in v]))
-    cai = getattr(v, "__cuda_array_interface__", None)
+    cai = array_interface(v)
     if cai is not None:
-        return (cls, cai["typestr"], int(cai["data"][0]) % 16 == 0)
+        return (cls, cai[1], cai[0] % 16 == 0)
     if hasattr(v, "block_shape"):
         return (cls, _tensordesc_type(v))
     return (cls, v)
@@ -139,6 +139,8 @@ def raw_key(v):
     cls = v.__class__
     if cls in (int, float, bool, str) or v is None:
         return (cls, v)
+    if cls is tuple or cls is list:  # item by item, by value (a heuristic may read any item)
+        return (cls, tuple([raw_key(x) for x in v]))
     return key_of(v)
 
 
@@ -343,7 +345,7 @@ def addresses(value):
     if isinstance(value, (tuple, list)):
         return tuple(addresses(v) for v in value)
     if _is_array(value):
-        return int(value.__cuda_array_interface__["data"][0])
+        return array_interface(value)[0]
     return value
 
 

@@ -104,14 +104,16 @@ def read_cubin(data: bytes) -> CubinInfo:
     for i, s in enumerate(sections):
         by_name[_string(names, s[0], f"section {i} name")] = s
     functions = set()
+    symbols = 0  # read across every symbol table: the bound holds for the whole file
     for i, s in enumerate(sections):
         if s[1] != _SHT_SYMTAB:
             continue
         entsize = s[9]
         if entsize != 24:
             raise ElfError(f"symbol table entry size {entsize}, expected 24")
-        if s[5] % 24 or s[5] // 24 > _MAX_SYMBOLS:
-            raise ElfError(f"symbol table of {s[5]} bytes")
+        symbols += s[5] // 24
+        if s[5] % 24 or symbols > _MAX_SYMBOLS:
+            raise ElfError(f"symbol tables of more than {_MAX_SYMBOLS} symbols in all (table {i}: {s[5]} bytes)")
         table = _slice(data, s[4], s[5], "symbol table")
         if s[6] >= shnum:
             raise ElfError(f"symbol table links string table {s[6]}, out of range")

@@ -164,7 +164,9 @@ def parse_tensordesc(ty: str):
     ndim = m.group(3).count(",") + 1
     rank = re.search(r",input_rank=(\d+)", ty)
     if rank:
-        ndim = int(rank.group(1))
+        ndim = int(rank.group(1)) if len(rank.group(1)) < 4 else 0
+    if not 1 <= ndim <= 5:  # what a tensor map can have (and a bound on what a spec makes of it)
+        raise UnsupportedSignature(f"tensor descriptor type {ty!r}: a rank other than 1 to 5")
     return m.group(2), ndim, bool(m.group(1))
 
 

@@ -59,14 +59,36 @@ def address_and_dtype(value):
     data_ptr = getattr(value, "data_ptr", None)
     if data_ptr is not None and hasattr(value, "dtype"):
         return data_ptr(), dtype_name(value.dtype)
+    return array_address_and_dtype(value)
+
+
+def array_address_and_dtype(value):
+    """(address, Triton dtype name) of `value`'s __cuda_array_interface__; None where it has none."""
+    found = array_interface(value)
+    if found is None:
+        return None
+    address, typestr = found
+    name = _TYPESTRS.get((typestr[1:2], int(typestr[2:]))) if typestr[2:].isdigit() else None
+    if name is None:
+        raise TypeError(f"no Triton type for __cuda_array_interface__ typestr {typestr!r}")
+    return address, name
+
+
+def array_interface(value):
+    """(address, typestr) of `value`'s __cuda_array_interface__ (CuPy, Numba), checked: None
+    where it has none, TypeError where it is malformed (no int address, a big-endian type)."""
     cai = getattr(value, "__cuda_array_interface__", None)
-    if isinstance(cai, dict):
-        typestr = cai.get("typestr", "")
-        name = _TYPESTRS.get((typestr[1:2], int(typestr[2:] or 0))) if len(typestr) >= 3 else None
-        if name is None:
-            raise TypeError(f"no Triton type for __cuda_array_interface__ typestr {typestr!r}")
-        return int(cai["data"][0]), name
-    return None
+    if cai is None:
+        return None
+    what = f"the __cuda_array_interface__ of a {type(value).__name__}"
+    if not isinstance(cai, dict):
+        raise TypeError(f"{what} is not a dict")
+    data, typestr = cai.get("data"), cai.get("typestr")
+    if not isinstance(data, (tuple, list)) or not data or data[0].__class__ is not int:
+        raise TypeError(f"{what}: 'data' must be (address, read_only) with an int address, got {data!r}")
+    if not isinstance(typestr, str) or len(typestr) < 3 or typestr[0] not in "<|=":
+        raise TypeError(f"{what}: 'typestr' must be a little-endian type string such as '<f4', got {typestr!r}")
+    return data[0], typestr
 
 
 def _tensordesc_type(value) -> str | None:

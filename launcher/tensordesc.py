@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
-from launcher.specialization import _TYPESTRS, dtype_name
+from launcher.specialization import array_address_and_dtype, dtype_name
 
 _ITEMSIZE = {"fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4,
              "i64": 8, "u64": 8, "u1": 1, "fp8e4nv": 1, "fp8e5": 1, "fp8e4b15": 1, "fp8e4b8": 1, "fp8e5b16": 1}
@@ -26,15 +26,12 @@ class CudaArray:
     __slots__ = ("address", "dtype", "shape", "strides", "owner")
 
     def __init__(self, obj):
-        cai = getattr(obj, "__cuda_array_interface__", None)
-        if not isinstance(cai, dict):
+        found = array_address_and_dtype(obj)
+        if found is None:
             raise TypeError(f"expects a tensor or an object with __cuda_array_interface__, got {type(obj).__name__}")
-        typestr = cai.get("typestr", "")
-        name = _TYPESTRS.get((typestr[1:2], int(typestr[2:] or 0))) if len(typestr) >= 3 and typestr[2:].isdigit() else None
-        if name is None:
-            raise TypeError(f"no Triton type for __cuda_array_interface__ typestr {typestr!r}")
-        self.address = int(cai["data"][0])
-        self.dtype = name
+        cai = obj.__cuda_array_interface__
+        self.address, self.dtype = found
+        name = self.dtype
         self.shape = tuple(int(s) for s in cai["shape"])
         item = _ITEMSIZE[name]
         strides = cai.get("strides")

@@ -340,11 +340,12 @@ class Chooser:
                     if config.get(option) is not None:
                         options[option] = config[option]
             else:
-                missing = [n for n in layer.names if values[self.names.index(n)] is MISSING]
-                if not missing:
-                    continue
-                found = self._heuristics_for(layer, passed, missing)
-                for name in missing:
+                if all(values[self.names.index(n)] is not MISSING for n in layer.names):
+                    continue  # the caller computed them all
+                # Triton's Heuristics.run computes every name of the layer, over any the caller passed:
+                # a recorded value of each, never one passed value beside others recorded for another
+                found = self._heuristics_for(layer, passed, list(layer.names))
+                for name in layer.names:
                     values[self.names.index(name)] = decode_constant(found[name])
         return values, options, wildcard
 

@@ -409,6 +409,20 @@ def test_heuristics_kernels_take_what_was_recorded_or_what_the_caller_passes(cap
     assert k.choose(arch=90)(x, y, out, 640, BLOCK=1024, EVEN=False).id == k.choose(arch=90)(x, y, out, 1000).id
     with pytest.raises(NoVariantError, match="parameter 'EVEN' rules out 1, parameter 'BLOCK' rules out 1"):
         k.choose(arch=90)(x, y, out, 640, BLOCK=1024, EVEN=True)
+    # Some of the names passed: Triton's Heuristics.run computes them all over what was passed, so the
+    # bundle takes every recorded value (never the caller's BLOCK beside an EVEN recorded for another BLOCK)
+    partial = dict(k.choose(arch=90)(x, y, out, 512, BLOCK=1024).spec.constants)
+    assert (partial[(4,)], partial[(5,)]) == (512, True)
+    with pytest.raises(NoVariantError, match="pass BLOCK, EVEN"):
+        k.choose(arch=90)(x, y, out, 640, BLOCK=1024)
+
+
+def test_heuristics_inputs_and_autotune_keys_are_keyed_by_value_inside_tuples_too():
+    """A heuristic may read any item of a tuple argument: the generated call's cache keys such
+    arguments by value, item by item (a tuple of other values is another key)."""
+    assert BK.raw_key((4096, 7)) != BK.raw_key((4112, 7))
+    assert BK.raw_key(((1, 2.5), [3])) != BK.raw_key(((1, 2.5), [4]))
+    assert BK.raw_key((4096, 7)) == BK.raw_key((4096, 7)) and BK.raw_key((1,)) != BK.raw_key((True,))
 
 
 def test_tensor_descriptors_from_launchers_own_type(tmp_path):

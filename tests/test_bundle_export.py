@@ -264,6 +264,8 @@ def test_manifest_fields_are_checked(small):
         (first_kernel(lambda k: k["params"][0].update(name="x y")), "is not a usable Python parameter name"),
         (first_kernel(lambda k: k["params"][0].update(name="_launcher_grid")), "not a usable Python parameter name"),
         (first_kernel(lambda k: k["params"][0].update(name="import")), "not a usable Python parameter name"),
+        (first_kernel(lambda k: k["params"][0].update(name="__debug__")), "not a usable Python parameter name"),
+        (first_kernel(lambda k: k["params"][0].update(default=_nested(200))), "nested more than 64 levels deep"),
         (first_kernel(lambda k: k.update(function="f(); import os")), "is not a Python name"),
         (first_kernel(lambda k: k["params"].pop()), "takes arguments .* the kernel's parameters are"),
         (first_kernel(lambda k: k.update(variants=[])), "needs at least one variant"),
@@ -274,6 +276,39 @@ def test_manifest_fields_are_checked(small):
     ]
     for edit, message in cases:
         _refused(_rezip(raw, edit), message, "manifest.json")
+
+
+def _nested(depth):
+    value = {"int": 1}
+    for _ in range(depth):
+        value = {"tuple": [value]}
+    return value
+
+
+def test_hostile_specs_and_cubins_are_refused_at_once(small):
+    """What a hostile writer can put in a bundle that passes every hash: a descriptor rank in the
+    millions, types nested hundreds deep. Each is refused, quickly, with a BundleError naming the
+    entry."""
+    raw, data = small
+    _, spec_name, _ = _spec_name(data, "kernels.add_kernel")
+    for ty in ("tensordesc<fp16[64],input_rank=1000000>", "tensordesc<fp16[64],input_rank=6>"):
+        with pytest.raises(BundleError, match="a rank other than 1 to 5"):
+            BF.parse_bundle(_rezip(raw, _spec_entry_edit(spec_name, lambda sp: sp["args"][3].update(type=ty))),
+                            "bundle 'b'")
+    deep = "i32"
+    for _ in range(300):
+        deep = [deep]
+    with pytest.raises(BundleError, match="nested more than 64 levels deep"):
+        BF.parse_bundle(_rezip(raw, _spec_entry_edit(spec_name, lambda sp: sp["args"][3].update(type=deep))),
+                        "bundle 'b'")
+
+
+def _spec_entry_edit(name, fn):
+    def edit(members):
+        spec = json.loads(members[name])
+        fn(spec)
+        members[name] = BF._dumps(spec)
+    return edit
 
 
 def test_a_hand_edited_archive_is_refused(small):
