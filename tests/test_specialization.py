@@ -119,3 +119,28 @@ def test_namedtuples_specialize_as_tuples():
     Pair = collections.namedtuple("Pair", "a b")
     value = Pair(FakeTensor(0x1000, tl.float32), 7)
     assert _same(triton_type(value), native(value))
+
+
+class _Array:
+    def __init__(self, cai):
+        self.__cuda_array_interface__ = cai
+
+
+@pytest.mark.parametrize("cai, message", [
+    ({"typestr": "<f4", "shape": (4,), "version": 3}, "'data' must be"),
+    ({"data": (), "typestr": "<f4"}, "'data' must be"),
+    ({"data": ("0x10", False), "typestr": "<f4"}, "'data' must be"),
+    ({"data": (4096.5, False), "typestr": "<f4"}, "'data' must be"),
+    ({"data": (True, False), "typestr": "<f4"}, "'data' must be"),
+    ({"data": (4096, False), "typestr": ">f4"}, "little-endian"),
+    ({"data": (4096, False), "typestr": "<fx"}, "no Triton type"),
+    ("not a dict", "is not a dict"),
+], ids=["no data", "empty data", "str address", "float address", "bool address", "big-endian", "bad size", "not a dict"])
+def test_a_malformed_cuda_array_interface_is_a_type_error(cai, message):
+    """__cuda_array_interface__ objects are read through one checked function: an int address and a
+    little-endian type, else a TypeError that says what is wrong (never a float or bool address)."""
+    from launcher.specialization import address_and_dtype
+
+    with pytest.raises(TypeError, match=message):
+        address_and_dtype(_Array(cai))
+    assert address_and_dtype(_Array({"data": (4096, False), "typestr": "<f4"})) == (4096, "fp32")
