@@ -318,7 +318,10 @@ def _prepared_checks(kind, check, a, tag, lines, values, ns):
         return
     if kind == "constexpr":
         ns[f"C{tag}"] = check
-        lines.append(f"    if {a} is not C{tag} and ({a}.__class__ is not C{tag}.__class__ or {a} != C{tag}): {fallback}")
+        if check is None or check.__class__ in (int, float, bool, str):  # == of the same class decides
+            lines.append(f"    if {a} is not C{tag} and ({a}.__class__ is not C{tag}.__class__ or {a} != C{tag}): {fallback}")
+        else:  # tuples, tl.constexpr objects: == says (1, 2) is (1.0, 2.0); the general path compares them
+            lines.append(f"    if {a} is not C{tag}: {fallback}")
         return
     if kind == "descriptor":  # a host descriptor of the prepared class, dtype and block: its encoder's parameters
         ns[f"X{tag}"], ns[f"T{tag}"], ns[f"D{tag}"], block, ns[f"E{tag}"] = check
@@ -388,7 +391,8 @@ GUARD_BODY = '''\
         return _lg_fallback("pre-run hooks or a stages hook", grid, False, _lg_options, ({names}))
 {never}    try:  # Triton's path is taken after it, never in it (its errors are not the key's)
         _lg_no = None  # an argument's class never keys: its NoKey (counted without a str() per call)
-        _lg_okey = _lg_frozenset(_lg_options.items()) if _lg_options else ()
+        _lg_okey = _lg_frozenset([(_lg_k, _lg_v.__class__, _lg_v) for _lg_k, _lg_v in _lg_options.items()]) \
+            if _lg_options else ()  # by class too: num_warps=4.0 is not 4 (Triton keys them by str())
         _lg_dev = _lg_DEVICE()
 {classify}        _lg_key = (_lg_dev, _lg_JIT.debug, {knobs}_lg_okey, {keys})
         _lg_e = _lg_ENTRIES.get(_lg_key)
@@ -399,16 +403,16 @@ GUARD_BODY = '''\
     if _lg_no is not None:
         return _lg_fallback(_lg_no, grid, False, _lg_options, ({names}))
     if _lg_e is not None:
-        _lg_hash, _lg_kc, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd = _lg_e
-        if _lg_hash is _lg_JIT.hash and _lg_kc is _lg_JIT.device_caches.get(_lg_dev):
+        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd = _lg_e
+        if _lg_hash is _lg_JIT.hash and _lg_kc is _lg_JIT.device_caches.get(_lg_dev) and _lg_kget(_lg_tkey) is _lg_ck:
             _lg_HITS[0] += 1
-        else:  # the kernel's source changed, or its cache was cleared
+        else:  # the kernel's source changed, or its caches were cleared or no longer hold it
             _lg_e = None
     if _lg_e is None:  # a miss: the kernel Triton's cache holds for this call, else Triton's path
         _lg_e = _lg_recall(_lg_key, _lg_dev, _lg_options, ({names}))
         if _lg_e is None:
             return _lg_miss(_lg_key, _lg_dev, grid, _lg_options, ({names}))
-        _lg_hash, _lg_kc, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd = _lg_e
+        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd = _lg_e
     if _lg_JIT.used_global_vals:
         _lg_check_globals(_lg_JIT)
     if grid.__class__ is _lg_tuple:

@@ -248,7 +248,8 @@ class Guard:
         self._ns, self._settled, self.call = None, False, None
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
-        if any(p.name.startswith("_lg_") or p.name in ("grid", "warmup") for p in params):
+        self._unusual = A.unusual_parameters(jit)
+        if self._unusual is not None or any(p.name.startswith("_lg_") or p.name in ("grid", "warmup") for p in params):
             self.run = self._unguarded
         else:
             ns, knobs = self._namespace(params)
@@ -343,7 +344,7 @@ class Guard:
         self._settled = A.device_getter_is_final(self._made_with[1]) and self._made_with[3] is not _NoTensor
 
     def _unguarded(self, *args, grid, warmup, **kwargs):
-        _fallbacks["a parameter name the guard cannot use"] += 1
+        _fallbacks[self._unusual or "a parameter name the guard cannot use"] += 1
         return self.original(self.jit, *args, grid=grid, warmup=warmup, **kwargs)
 
     def _fallback(self, reason, grid, warmup, options, values):
@@ -363,12 +364,12 @@ class Guard:
         if self._stock and self._stock.get(key, _ABSENT) is self.jit.hash:
             return None
         caches = self.jit.device_caches.get(device)  # read first: a clear meanwhile invalidates the entry
-        kernel = self._find(self.jit, device, values, options)
-        if kernel is None:
+        found = self._find(self.jit, device, values, options)
+        if found is None:
             return None
         if not self._settled:
             self._settle()
-        entry = self._record(key, device, kernel, A.loaded_launch(kernel), caches)
+        entry = self._record(key, device, found, caches)
         if entry is not None:
             _misses[0] += 1
         return entry
@@ -379,21 +380,27 @@ class Guard:
         kernel = self.original(self.jit, *values, grid=grid, warmup=False, **options)
         if not self._settled:
             self._settle()
-        launch = A.loaded_launch(kernel)  # Triton launched it: it is loaded
-        if self._record(key, device, kernel, launch) is None and self._stock.get(key, _ABSENT) is self.jit.hash:
+        caches = self.jit.device_caches.get(device)  # read before the finder: a clear meanwhile invalidates the entry
+        found = self._find(self.jit, device, values, options)  # where Triton's cache holds what it launched
+        if found is not None and found[0] is not kernel:
+            found = None
+        if (found is None or self._record(key, device, found, caches) is None) and \
+                self._stock.get(key, _ABSENT) is self.jit.hash:
             _fallbacks["a kernel Triton's stock launcher launches"] += 1
         else:
             _misses[0] += 1
         return kernel
 
-    def _record(self, key, device, kernel, launch, caches=None):
-        """Record `kernel` (a CompiledKernel; launch: its (launcher, function handle)) for `key`
-        and return the entry the generated code unpacks; None where it cannot be recorded. A
-        kernel that Triton's stock launcher launches is remembered as such (Triton's path takes
-        its calls). caches: the kernel's device_caches entry it was found in (else read now); the
-        entry holds while that is the kernel's entry."""
+    def _record(self, key, device, found, caches):
+        """Record the kernel `found` (the finder's (CompiledKernel, Triton's kernel cache, its key
+        there)) for `key` and return the entry the generated code unpacks; None where it cannot
+        be recorded. A kernel that Triton's stock launcher launches is remembered as such
+        (Triton's path takes its calls). caches: the kernel's device_caches entry, read before the
+        kernel was found; the entry holds while that is the kernel's entry and Triton's cache
+        holds the kernel under its key (a clear or a replaced entry makes the next call a miss)."""
         jit = self.jit
-        caches = jit.device_caches.get(device) if caches is None else caches
+        kernel, kernel_cache, triton_key = found
+        launch = A.loaded_launch(kernel)
         if launch is None or caches is None or jit.hash is None:  # loaded_launch: None unless the handle is set
             return None
         run, function = launch
@@ -404,8 +411,8 @@ class Guard:
                 self._stock.clear()
             self._stock[key] = jit.hash
             return None
-        entry = (jit.hash, caches, kernel, run, _direct(run, kernel.packed_metadata), function,
-                 kernel.packed_metadata)
+        entry = (jit.hash, caches, kernel_cache.get, triton_key, kernel, run, _direct(run, kernel.packed_metadata),
+                 function, kernel.packed_metadata)
         entries = self.entries  # bounded; a clear and a store are each atomic: a race only loses entries
         if len(entries) >= 1024:
             entries.clear()

@@ -301,6 +301,23 @@ def jit_parameters(jit_fn) -> tuple:
     return tuple(out)
 
 
+def unusual_parameters(jit_fn) -> str | None:
+    """What makes a JITFunction's parameters other than plain positional-or-keyword ones (Triton
+    3.9 takes keyword-only and *args parameters), or None: launcher's generated code binds every
+    parameter by position and name."""
+    import inspect
+
+    fn = getattr(jit_fn, "fn", None)
+    try:
+        params = inspect.signature(fn).parameters.values() if fn is not None else ()
+    except (TypeError, ValueError):
+        return None
+    kinds = {p.kind for p in params} - {inspect.Parameter.POSITIONAL_OR_KEYWORD}
+    if not kinds:
+        return None
+    return "keyword-only, positional-only or variadic parameters"
+
+
 def decorator_chain(kernel) -> tuple:
     """(layers, jit function) of a @triton.jit function under any @triton.autotune and
     @triton.heuristics decorators; layers run outermost first, each ("autotune", Autotuner) or
@@ -456,9 +473,9 @@ def knob_source(holder, attr):
 
 
 def cached_kernel_finder():
-    """find(jit_fn, device, values, options): the CompiledKernel that JITFunction.run would
+    """find(jit_fn, device, values, options): (the CompiledKernel that JITFunction.run would
     launch for the call `values` (every parameter's argument, in order) with keywords `options`
-    on `device`, where Triton's cache holds it. It is found as run finds it on 3.6 to 3.9: the
+    on `device`, Triton's kernel cache, the kernel's key in it), where Triton's cache holds it. It is found as run finds it on 3.6 to 3.9: the
     dispatch knobs into the keywords, the device's binder, compute_cache_key, the device's kernel
     cache. None where Triton has not compiled it, where it is still compiling, or where the call
     is one that run refuses (run then compiles, or raises its own error). Nothing is launched,
@@ -483,12 +500,13 @@ def cached_kernel_finder():
                 source[0](*source[1])
         try:
             _bound, specialization, opts = binder(*values, **kwargs)
-            kernel = kernel_cache.get(compute_cache_key(key_cache, specialization, opts))
+            key = compute_cache_key(key_cache, specialization, opts)
+            kernel = kernel_cache.get(key)
         except Exception:  # run raises it, with its own message
             return None
         if kernel is None or (kernel.__class__ is not CompiledKernel and hasattr(kernel, "result")):
             return None  # a future of an asynchronous compile
-        return kernel
+        return kernel, kernel_cache, key
 
     return find
 

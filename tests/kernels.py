@@ -106,3 +106,23 @@ def builtin_names_kernel(out, len, tuple, int, float, str, BLOCK: tl.constexpr):
     # parameters named as the builtins generated code uses (len, tuple, int, float, str)
     offs = tl.arange(0, BLOCK)
     tl.store(out + offs, (len + int + str) * float + tl.load(tuple + offs))
+
+
+@triton.jit
+def store_kernel(x, n):
+    tl.store(x, n)
+
+
+@triton.jit
+def pair_constexpr_kernel(x, C: tl.constexpr):
+    tl.store(x, C[0] + C[1])
+
+
+@triton.jit
+def default_key_kernel(x, n, BLOCK: tl.constexpr, MODE: tl.constexpr = 0):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x + offs, tl.load(x + offs, mask=offs < n) + MODE, mask=offs < n)
+
+
+def keyword_only(x, *, BLOCK: tl.constexpr):  # made a JITFunction where a test needs it (3.9 compiles it)
+    tl.store(x + tl.arange(0, BLOCK), 1.0)

@@ -522,7 +522,7 @@ def test_the_finder_answers_what_tritons_cache_holds_and_not_a_compile_in_flight
     kernel = guard.run(*args, grid=(1,), warmup=False, BLOCK=64)
     find = fast_dispatch.A.cached_kernel_finder()
     values = args + (64,)
-    assert find(guard_kernel, 0, values, {}) is kernel
+    assert find(guard_kernel, 0, values, {})[0] is kernel
     assert find(guard_kernel, 1, values, {}) is None  # no caches on that device
     cache = guard_kernel.device_caches[0][0]
     (key,) = [k for k, v in cache.items() if v is kernel]
@@ -535,7 +535,7 @@ def test_the_finder_answers_what_tritons_cache_holds_and_not_a_compile_in_flight
     try:
         assert find(guard_kernel, 0, values, {}) is None
         cache[key] = kernel.ck  # Triton's own CompiledKernel (no `result` asked of it)
-        assert find(guard_kernel, 0, values, {}) is kernel.ck
+        assert find(guard_kernel, 0, values, {})[0] is kernel.ck
     finally:
         cache[key] = kernel
 
@@ -749,3 +749,75 @@ def test_an_int_key_is_its_class_and_the_table_remembers_it(specialize, align):
     for v in (2**64, -2**63 - 1):
         with pytest.raises(NoKey, match="beyond 64 bits"):
             int_key(v, specialize, align)
+
+
+def test_a_hit_follows_what_tritons_kernel_cache_holds_under_its_key():
+    """An entry holds while Triton's kernel cache holds its kernel under its key: a kernel put in
+    its place there is what the next call launches, and after the cache is emptied the call
+    takes Triton's path (which compiles again), as without the guard."""
+    import triton.language as tl
+
+    from cpu_triton import cpu_triton
+    from kernels import store_kernel
+
+    x = FakeTensor(A0, tl.float32)
+    with cpu_triton(90, store_kernel):
+        fast_dispatch.enable()
+        try:
+            k16 = store_kernel[(1,)](x, 16)
+            assert store_kernel[(1,)](x, 16) is k16  # a hit
+            k17 = store_kernel[(1,)](x, 17)
+            cache = store_kernel.device_caches[0][0]
+            (key16,) = [k for k, v in cache.items() if v is k16]
+            cache[key16] = k17
+            assert store_kernel[(1,)](x, 16) is k17
+            cache.clear()
+            again = store_kernel[(1,)](x, 16)
+            assert again is not k16 and again is not k17
+        finally:
+            fast_dispatch.disable()
+            store_kernel.__dict__.pop("_launcher_guard", None)
+
+
+def test_launch_options_are_keyed_by_class_too():
+    """num_warps=4.0 is not num_warps=4 to Triton (it keys options by str() and then fails on the
+    float): the guard does not answer it with the kernel compiled for 4."""
+    import triton.language as tl
+
+    from cpu_triton import cpu_triton
+    from kernels import store_kernel
+
+    x = FakeTensor(A0, tl.float32)
+    outcomes = []
+    for on in (False, True):
+        with cpu_triton(90, store_kernel):
+            if on:
+                fast_dispatch.enable()
+            try:
+                store_kernel[(1,)](x, 16, num_warps=4)
+                try:
+                    store_kernel[(1,)](x, 16, num_warps=4.0)
+                    outcomes.append("launched")
+                except TypeError:
+                    outcomes.append("TypeError")
+            finally:
+                fast_dispatch.disable()
+                store_kernel.__dict__.pop("_launcher_guard", None)
+    assert outcomes[0] == outcomes[1], outcomes
+
+
+def test_kernels_with_keyword_only_parameters_take_tritons_path():
+    """Triton 3.9 takes keyword-only and *args parameters; the guard's generated code binds by
+    position, so such a kernel is left unguarded (counted), whatever the release."""
+    import triton
+
+    from kernels import keyword_only
+
+    kernel = triton.jit(keyword_only)
+    guard = Guard(kernel, lambda *a, **k: "triton's path", device=lambda: 0, stream=lambda d: 0)
+    try:
+        before = fast_dispatch.fallback_counts().get("keyword-only, positional-only or variadic parameters", 0)
+        assert guard.run(0, grid=(1,), warmup=False, BLOCK=16) == "triton's path"
+        assert fast_dispatch.fallback_counts()["keyword-only, positional-only or variadic parameters"] == before + 1
+    finally:
+        guard.detach()
