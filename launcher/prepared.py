@@ -50,6 +50,10 @@ def prepare(kernel, grid, *args, **kwargs) -> "PreparedLaunch":
     if own is not None:  # a bundle kernel prepares itself
         return own(grid, args, kwargs)
     layers, jit_fn = A.decorator_chain(kernel)
+    unusual = A.unusual_parameters(jit_fn)
+    if unusual is not None:
+        raise TypeError(f"launcher.prepare: kernel {jit_fn.__name__!r} has {unusual}; prepared launches take "
+                        "kernels whose parameters are all positional-or-keyword (kernel[grid] still runs it)")
     call_kwargs = dict(kwargs)
     resolved = []  # (kind, layer, what it chose)
     for kind, layer in layers:
@@ -211,9 +215,11 @@ class PreparedLaunch:
                 raise AssumptionError(f"kernel {self.spec.kernel!r}: option {name!r} was prepared as "
                                       f"{self.options.get(name, '(not given)')!r}, got {value!r}")
         named = {p.name: v for p, v in zip(self.params, values)}
+        passed = dict(kwargs)  # what the call passed, with what each layer adds, as Autotuner.run sees it
         for kind, layer, choice in self.layers:
             if kind == "heuristics":
                 now = A.heuristic_values(layer, (), named)
+                passed.update(now)
                 for name, value in now.items():
                     if not S.same_constant(S.encode_constant(value), S.encode_constant(choice[name])):
                         raise AssumptionError(
@@ -221,7 +227,8 @@ class PreparedLaunch:
                             f"these arguments; the prepared kernel has {name}={choice[name]!r}")
             else:
                 key, config = choice
-                new_key = A.autotune_key(layer, (), named)
+                new_key = A.autotune_key(layer, args, passed)
+                passed.update(A.config_kwargs(config))
                 if new_key != key:
                     other = A.autotune_choice(layer, new_key)
                     if other is None or A.config_kwargs(other) != A.config_kwargs(config):

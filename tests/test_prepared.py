@@ -17,6 +17,7 @@ from launcher.specialization import AssumptionError
 from triton_compile import compile_cpu
 from cpu_triton import FakeTensor
 
+triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 
 
@@ -390,3 +391,42 @@ def test_host_descriptors_take_the_fast_path_and_it_agrees_with_the_general_one(
     for bad in (types.SimpleNamespace(shape=[256, 128]), types.SimpleNamespace(base=None, block_shape=[64, 64])):
         with pytest.raises(AssumptionError):
             q(bad, ns_desc(A0), 64, 64)
+
+
+@pytest.mark.parametrize("fn, prepared_value, new_value", [
+    (K.pair_constexpr_kernel, (1, 2), (1.0, 2.0)),
+    (K.pair_constexpr_kernel, (1, 0), (True, False)),
+], ids=["floats for ints", "bools for ints"])
+def test_the_fast_path_refuses_a_constexpr_the_general_path_refuses(fn, prepared_value, new_value):
+    """p(...) and p.launch(...) agree on constexprs that compare equal but are another constant
+    ((1.0, 2.0) for (1, 2), bools for ints): the generated test of a tuple constexpr is identity,
+    anything else goes to the general path, which refuses it."""
+    x = FakeTensor(0x7F0000001000, tl.float32)
+    p, _ = prepared(fn, (x, prepared_value))
+    fast, general = outcomes(p, (x, new_value))
+    assert fast[0] == general[0] == "refused", (fast, general)
+    assert outcomes(p, (x, tuple(prepared_value)))[0][0] == "bytes"
+
+
+def test_an_autotune_key_is_the_calls_own_not_its_defaults():
+    """The autotune key of a new call is what Autotuner.run computes for it: a parameter the call
+    does not pass (a default) is not in it, so the prepared arguments again are accepted."""
+    x = FakeTensor(0x7F0000001000, tl.float32)
+    tuner = triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})],
+                            key=["n", "MODE"])(K.default_key_kernel)
+    key = A.autotune_key(tuner, (x, 1024), {})
+    assert key == (1024, "fp32")
+    tuner.cache[key] = config = tuner.configs[0]
+    values = (x, 1024, config.kwargs["BLOCK"], 0)
+    ck = compile_for_call(K.default_key_kernel, values)
+    p = PreparedLaunch(A.spec_from_triton(ck.src, ck.metadata), A.jit_parameters(K.default_key_kernel), values, {},
+                       (1,), function=0, stream=lambda: 0, compiled=ck, dry_run=True,
+                       layers=(("autotune", tuner, (key, config)),))
+    assert p.launch(x, 1024) == p.launch()
+    with pytest.raises(AssumptionError, match="never tuned"):
+        p.launch(x, 2048)
+
+
+def test_prepare_refuses_keyword_only_parameters_with_a_clear_error():
+    with pytest.raises(TypeError, match="keyword-only, positional-only or variadic parameters"):
+        launcher.prepare(triton.jit(K.keyword_only), (1,), 0, BLOCK=16)
