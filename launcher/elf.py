@@ -111,9 +111,11 @@ def read_cubin(data: bytes) -> CubinInfo:
         entsize = s[9]
         if entsize != 24:
             raise ElfError(f"symbol table entry size {entsize}, expected 24")
+        if s[5] % 24:
+            raise ElfError(f"symbol table {i} of {s[5]} bytes, not a whole number of 24-byte entries")
         symbols += s[5] // 24
-        if s[5] % 24 or symbols > _MAX_SYMBOLS:
-            raise ElfError(f"symbol tables of more than {_MAX_SYMBOLS} symbols in all (table {i}: {s[5]} bytes)")
+        if symbols > _MAX_SYMBOLS:
+            raise ElfError(f"symbol tables of more than {_MAX_SYMBOLS} symbols in all")
         table = _slice(data, s[4], s[5], "symbol table")
         if s[6] >= shnum:
             raise ElfError(f"symbol table links string table {s[6]}, out of range")

@@ -317,3 +317,23 @@ def test_a_hand_edited_archive_is_refused(small):
     i = raw.index(b"PK\x01\x02") + 14
     edited = raw[:i] + b"\x22" + raw[i + 1:]
     _refused(edited, "not as launcher writes it|not a readable bundle")
+
+
+def test_symbol_tables_are_bounded_in_all_not_one_by_one(monkeypatch):
+    """Every section header may point at the same symbol table: the bound on symbols read holds
+    for the whole cubin (a cubin of 65535 such headers took minutes to read before)."""
+    import struct
+
+    from launcher import elf
+
+    cubin = bytes(C.BY_NAME["vector_add"].compile().kernel)
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    _, shnum, _ = struct.unpack_from("<HHH", cubin, 0x3A)
+    headers = [cubin[shoff + i * 64: shoff + (i + 1) * 64] for i in range(shnum)]
+    (symtab,) = [h for h in headers if struct.unpack_from("<I", h, 4)[0] == 2]
+    count = struct.unpack_from("<Q", symtab, 32)[0] // 24
+    monkeypatch.setattr(elf, "_MAX_SYMBOLS", count)
+    elf.read_cubin(cubin)  # one table of `count` symbols: within the bound
+    twice = cubin[:shoff + (shnum - 1) * 64] + symtab + cubin[shoff + shnum * 64:]  # the last header: a second one
+    with pytest.raises(elf.ElfError, match=f"more than {count} symbols in all"):
+        elf.read_cubin(twice)
