@@ -149,7 +149,7 @@ int launcher_device_get_attribute(int device, int attribute, int *value);
 
 /* What the tensor maps of one descriptor parameter share: everything but the tensor's address,
  * shape and strides (made once per encoder; launcher_encode_tensor_map takes it). box: rank
- * entries, innermost first; clear_bit21_below: see launcher_encode_tensor. */
+ * entries, innermost first; clear_bit21_below: see launcher_encode_tensor_map. */
 typedef struct {
     int32_t elem_type;
     uint32_t rank;

@@ -389,7 +389,7 @@ def _json(raw: bytes, where: str, entry: str):
         data = json.loads(raw.decode("utf-8"), parse_constant=no_constants)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise BundleError(f"{where}: not valid JSON ({e})", entry) from None
-    if _depth(data) > _MAX_DEPTH:  # what reads it (types, constants) recurses: no RecursionError later
+    if _deeper_than(data, _MAX_DEPTH):  # what reads it (types, constants) recurses: no RecursionError later
         raise BundleError(f"{where}: nested more than {_MAX_DEPTH} levels deep", entry)
     return data
 
@@ -397,17 +397,17 @@ def _json(raw: bytes, where: str, entry: str):
 _MAX_DEPTH = 64  # JSON nesting a bundle may have: types and constants (tuples of tuples) far below it
 
 
-def _depth(data) -> int:
-    """How deeply lists and objects nest in `data` (iteratively: any depth json.loads accepted)."""
-    deepest, todo = 0, [(data, 1)]
+def _deeper_than(data, limit: int) -> bool:
+    """Whether lists and objects nest more than `limit` levels deep in `data` (iteratively: any
+    depth json.loads accepted)."""
+    todo = [(data, 1)]
     while todo:
         value, depth = todo.pop()
         if isinstance(value, (list, dict)):
-            deepest = max(deepest, depth)
-            if depth > _MAX_DEPTH:
-                return depth
+            if depth > limit:
+                return True
             todo.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
-    return deepest
+    return False
 
 
 def _is_identifier(name) -> bool:

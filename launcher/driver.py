@@ -265,7 +265,7 @@ def struct_format(ctype: str) -> str:
 
 def encode_tensor(elem_type: int, global_address: int, shape, strides, box, elem_size: int, interleave: int,
                   swizzle: int, l2_promotion: int, oob_fill: int, clear_bit21_below: int = 0) -> bytes:
-    """The 128 bytes of a tiled CUtensorMap (launcher_encode_tensor): `shape` and `strides` (in
+    """The 128 bytes of a tiled CUtensorMap (launcher_encode_tensor_map): `shape` and `strides` (in
     elements) outermost first, `box` innermost first. Raises ValueError for a geometry out of
     range or a global address the current context cannot reach."""
     return tensor_map_encoder(elem_type, box, elem_size, interleave, swizzle, l2_promotion, oob_fill,

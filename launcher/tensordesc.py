@@ -31,9 +31,8 @@ class CudaArray:
             raise TypeError(f"expects a tensor or an object with __cuda_array_interface__, got {type(obj).__name__}")
         cai = obj.__cuda_array_interface__
         self.address, self.dtype = found
-        name = self.dtype
         self.shape = tuple(int(s) for s in cai["shape"])
-        item = _ITEMSIZE[name]
+        item = _ITEMSIZE[self.dtype]
         strides = cai.get("strides")
         if strides is None:  # C-contiguous
             out, step = [], 1

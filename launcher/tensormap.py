@@ -83,7 +83,7 @@ def encode_tiled(address: int, swizzle: int, elem_size: int, elem_type: int, blo
 
 
 def _bit21_below(clear_bit21: bool) -> int:
-    """What launcher_encode_tensor takes: the CUTLASS workaround's extent where the kernel's
+    """What launcher_encode_tensor_map takes (clear_bit21_below): the CUTLASS workaround's extent where the kernel's
     release applies it and the driver is one it is for, else 0."""
     return _BIT21_EXTENT if clear_bit21 and driver.driver_version() <= _BIT21_DRIVERS else 0
 

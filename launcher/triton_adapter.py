@@ -475,9 +475,9 @@ def knob_source(holder, attr):
 def cached_kernel_finder():
     """find(jit_fn, device, values, options): (the CompiledKernel that JITFunction.run would
     launch for the call `values` (every parameter's argument, in order) with keywords `options`
-    on `device`, Triton's kernel cache, the kernel's key in it), where Triton's cache holds it. It is found as run finds it on 3.6 to 3.9: the
-    dispatch knobs into the keywords, the device's binder, compute_cache_key, the device's kernel
-    cache. None where Triton has not compiled it, where it is still compiling, or where the call
+    on `device`, Triton's kernel cache, the kernel's key in it), where Triton's cache holds it.
+    It is found as run finds it on 3.6 to 3.9: the dispatch knobs into the keywords, the
+    device's binder, compute_cache_key, the device's kernel cache. None where Triton has not compiled it, where it is still compiling, or where the call
     is one that run refuses (run then compiles, or raises its own error). Nothing is launched,
     compiled or hooked: the caller has seen that the kernel has no pre-run hooks and that no
     stages-inspection hook is set."""
