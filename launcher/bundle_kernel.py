@@ -285,11 +285,9 @@ _BUILTINS = codegen.reserved_builtins("_launcher_", int, float, tuple, len, KeyE
 
 
 def _compile(source, kind, namespace, qualname):
-    """The function `source` defines, made in `namespace` (kernels of one signature share its
-    code: codegen.compile_once). The builtins it uses come under names no parameter can take."""
-    namespace.update(_BUILTINS)
-    exec(codegen.compile_once(source, f"bundle {kind}"), namespace)
-    fn = namespace[kind]
+    """The function `source` defines, reading the names of `namespace` (codegen.define: kernels of
+    one signature share its code). The builtins it uses come under names no parameter can take."""
+    fn, = codegen.define(source, f"bundle {kind}", {**namespace, **_BUILTINS}, kind)
     fn.__qualname__ = qualname
     return fn
 
@@ -429,6 +427,8 @@ class BundleKernel:
                          _launcher_key_of_pointer=key_of_pointer, _launcher_key_of_descriptor=key_of_descriptor)
         source = _TEMPLATE.format(signature=signature, stream=stream, count=positional, prelude="".join(prelude),
                                   names="".join(f"{n}, " for n in self.names), keys="".join(keys))
+        # per parameter, the function whose key the generated code computes (inline or by calling it)
+        self._key_functions = tuple(namespace[f"_launcher_k{i}"] for i in range(len(self.params)))
         self._call = _compile(source, "launch", namespace, self.name)
         return self._call
 

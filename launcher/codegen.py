@@ -14,9 +14,11 @@ The code depends only on the spec's shape (never on names), so kernels of one sh
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import hashlib
 import linecache
+import types
 
 from launcher import spec as S
 
@@ -37,6 +39,38 @@ def compile_once(source: str, label: str):
             _code.clear()
         _code[source] = code
     return code
+
+
+# The globals of every generated function: builtins only. What a function reads of its own
+# (its plan, its kernel, its caches) comes from closure cells (define), so that functions of one
+# code object with different values never share globals: each reads its own without the
+# interpreter's global caches missing when calls alternate between them (kernels of one
+# signature called in turn, as a model's forward pass calls them).
+_GLOBALS = {"__builtins__": builtins}
+
+
+def define(source: str, label: str, namespace: dict, *names: str) -> tuple:
+    """The functions `names` that generated `source` defines at its top level, reading the names
+    of `namespace` as closure variables. The source is wrapped in a function taking every name
+    of namespace (compiled once per source: compile_once), which is called with namespace's values;
+    the functions of one call share one cell per name (cells() reaches them to change a value)."""
+    params = sorted(k for k in namespace if not k.startswith("__"))
+    body = "".join("    " + line if line.strip() else line for line in source.splitlines(True))
+    wrapped = (f"def _launcher_define({', '.join(params)}):\n{body}\n"
+               f"    return ({''.join(n + ', ' for n in names)})\n")
+    scope: dict = {"__builtins__": builtins}
+    exec(compile_once(wrapped, label), scope)
+    factory = types.FunctionType(scope["_launcher_define"].__code__, _GLOBALS, "_launcher_define")
+    return factory(**{k: namespace[k] for k in params})
+
+
+def cells(*fns) -> dict:
+    """name -> cell of the closure variables of functions made by define (cell.cell_contents =
+    value changes what all of them read)."""
+    out = {}
+    for fn in fns:
+        out.update(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    return out
 
 
 # -- the templates --
@@ -180,9 +214,7 @@ def generate(mode: str, layout, scratch: tuple, namespace: dict, encoder_of: dic
         scratch_code, packer, keep = "", "pack_all", ""
     source = TEMPLATES[mode].format(name=mode, doc=DOCS[mode], unpack=unpack, convert="".join(w.lines),
                                     packer=packer, values=values, scratch=scratch_code, keep=keep)
-    ns = dict(namespace, **w.constants)
-    exec(compile_once(source, mode), ns)
-    fn = ns[mode]
+    fn, = define(source, mode, dict(namespace, **w.constants), mode)
     fn.__qualname__ = f"CudaLauncher.{mode} (generated)"
     return fn
 
@@ -361,8 +393,7 @@ def _prepared_checks(kind, check, a, tag, lines, values, ns):
 
 
 def _compile_prepared(mode, source, ns):
-    exec(compile_once(source, f"prepared {mode}"), ns)
-    fn = ns["__call__"]
+    fn, = define(source, f"prepared {mode}", ns, "__call__")
     fn.__qualname__ = "PreparedLaunch.__call__ (generated)"
     return fn
 
@@ -469,7 +500,8 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
     params: (name, is_constexpr, specialize, align) per parameter, in order, with defaults in
     namespace as _lg_DEFAULT_<i>; knobs: expressions (over namespace names) of the knobs that
     enter Triton's cache key; hints: the class of each parameter's argument in a first call, by
-    name (its kind is then tested first). Both run in one copy of namespace (their __globals__).
+    name (its kind is then tested first). Both read namespace's names from one set of cells
+    (define; codegen.cells reaches them).
 
     The key is one flat tuple (no tuple per argument to build and hash). A parameter whose
     argument was a tensor (or that has no hint) has two entries, its kind and, for tensors,
@@ -533,9 +565,7 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
                              bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))
     source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
                                    body=body)
-    ns = dict(namespace, **_GUARD_BUILTINS)
-    exec(compile_once(source, "guard"), ns)  # a kernel guarded again costs an exec
-    run, call = ns["run"], ns["call"]
+    run, call = define(source, "guard", dict(namespace, **_GUARD_BUILTINS), "run", "call")
     run.__qualname__ = f"{name}.run (launcher guard, generated)"
     call.__qualname__ = f"{name}[grid] (launcher guard, generated)"
     return run, call

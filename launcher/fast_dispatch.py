@@ -245,7 +245,7 @@ class Guard:
         self.entries: dict = {}
         self._stock: dict = {}  # keys whose kernel Triton's stock launcher launches -> the kernel's hash
         self._find = A.cached_kernel_finder()
-        self._ns, self._settled, self.call = None, False, None
+        self._cells, self._settled, self.call = None, False, None
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
         self._unusual = A.unusual_parameters(jit)
@@ -261,7 +261,7 @@ class Guard:
                                                            not p.do_not_specialize_on_alignment) for p in params],
                                                          ns, knobs, _hints(params, example),
                                                          never[0] if never is not None else None)
-            self._ns = self.run.__globals__  # generate_guard runs both in a copy of ns: _settle edits this one
+            self._cells = codegen.cells(self.run, self.call)  # what both read of ns: _settle and attach change it
         jit.__dict__[_GUARD] = self
         self._put_in_front()
 
@@ -284,7 +284,7 @@ class Guard:
         jit["run"] = self.run
         if self.call is not None:
             jit[_CALL] = (self.run, self.call)
-            self._ns["_lg_LIVE"] = True
+            self._set("_lg_LIVE", True)
         else:  # an unguarded kernel: kernel[grid] is Triton's (read without an exception)
             jit[_CALL] = (None, None)
         _attached.add(self)
@@ -296,8 +296,8 @@ class Guard:
         if jit.get("run") is self.run:  # not a run the kernel's user has set since
             del jit["run"]
         jit.pop(_CALL, None)
-        if self._ns is not None:
-            self._ns["_lg_LIVE"] = False
+        if self._cells is not None:
+            self._set("_lg_LIVE", False)
 
     def _namespace(self, params) -> tuple:
         """(the names the generated run uses, the expressions of the knobs in its key)."""
@@ -332,16 +332,21 @@ class Guard:
     def _settle(self):
         """After Triton's path ran: torch's CUDA is initialised, so the raw device getter may
         do; torch may have been imported since the guard was made, so its tensors key inline."""
-        ns = self._ns
-        if ns is None:
+        if self._cells is None:
             self._settled = True
             return
-        ns["_lg_DEVICE"] = A.fast_device_getter(self._made_with[1])
+        self._set("_lg_DEVICE", A.fast_device_getter(self._made_with[1]))
         torch = sys.modules.get("torch")
         if self._made_with[3] is _NoTensor and torch is not None:
-            ns["_lg_TENSOR"] = torch.Tensor
+            self._set("_lg_TENSOR", torch.Tensor)
             self._made_with = self._made_with[:3] + (torch.Tensor,)
         self._settled = A.device_getter_is_final(self._made_with[1]) and self._made_with[3] is not _NoTensor
+
+    def _set(self, name, value):
+        """Change what the generated run and call read as `name` (a name they do not read has no cell)."""
+        cell = self._cells.get(name)
+        if cell is not None:
+            cell.cell_contents = value
 
     def _unguarded(self, *args, grid, warmup, **kwargs):
         _fallbacks[self._unusual or "a parameter name the guard cannot use"] += 1

@@ -38,6 +38,7 @@ SEEDS = [  # (x, out, n, stride, scale, kwargs)
 ]
 
 
+
 def _call_args(seed):
     x, out, n, stride, scale, kwargs = seed
     return (FakeTensor(*x), FakeTensor(*out), n, stride, scale), kwargs
@@ -146,9 +147,10 @@ def test_the_variant_chosen_is_tritons_specialization_or_the_most_specialised_co
         atoms = [kernel.chooser.by_id[v.id].atoms for v in implied]
         assert not implied or not any(all(a >= b for b in atoms) for a in atoms), error
     # the call path caches the choice by this key: equal keys must choose alike
-    namespace = (kernel._call or kernel._generate()).__globals__  # the generated call's key functions
+    if kernel._call is None:
+        kernel._generate()
     values = args + (kwargs.get("BLOCK", BK.V.MISSING),)
-    key = tuple(namespace[f"_launcher_k{i}"](v) for i, v in enumerate(values))
+    key = tuple(f(v) for f, v in zip(kernel._key_functions, values))  # the generated call's key functions
     got = chosen.id if chosen is not None else None
     assert _KEYS.setdefault(key, got) == got, (key, args)
 
@@ -171,7 +173,8 @@ def recording_call(kernel, monkeypatch, torch_tensors):
     keys = []
     fresh._slow = lambda grid, stream, args, options, key: keys.append(key)
     call = fresh._generate()
-    return fresh, keys, call, "".join(__import__("linecache").getlines(call.__code__.co_filename))
+    lines = __import__("linecache").getlines(call.__code__.co_filename)
+    return fresh, keys, call, "".join(lines[1:])  # the source, without the line naming what it reads (codegen.define)
 
 
 @pytest.mark.parametrize("torch_tensors", [False, True])
@@ -188,8 +191,7 @@ def test_the_generated_call_keys_as_the_key_functions_do(scale, monkeypatch, tor
     assert "_launcher_FLOAT if scale.__class__ is _launcher_float" in source
     fresh[(1,)](x, out, n, stride, s, **kwargs)
     values = (x, out, n, stride, s, kwargs.get("BLOCK", BK.V.MISSING))
-    namespace = call.__globals__
-    assert keys == [tuple(namespace[f"_launcher_k{i}"](v) for i, v in enumerate(values)) + (0,)], (values, keys)
+    assert keys == [tuple(f(v) for f, v in zip(fresh._key_functions, values)) + (0,)], (values, keys)
 
 
 @pytest.fixture(scope="module")
@@ -265,8 +267,7 @@ def test_parameters_named_like_builtins_hide_none_the_generated_call_uses(tmp_pa
     assert not set(call.__code__.co_names) & set(vars(builtins))
     values = (FakeTensor(A, tl.float32), 3, FakeTensor(A, tl.float32), 5, 1.5, 7)
     fresh[(1,)](*values, BLOCK=64)
-    namespace = call.__globals__
-    assert keys == [tuple(namespace[f"_launcher_k{i}"](v) for i, v in enumerate(values + (64,))) + (0,)]
+    assert keys == [tuple(f(v) for f, v in zip(fresh._key_functions, values + (64,))) + (0,)]
 
 
 DESCRIPTOR_BLOCKS = st.sampled_from([[64, 64], [64, 32], [32, 64], [16]])

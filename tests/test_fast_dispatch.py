@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import launcher
-from launcher import CudaLauncher, fast_dispatch
+from launcher import CudaLauncher, codegen, fast_dispatch
 from launcher.fast_dispatch import Guard
 from cpu_triton import FakeTensor
 
@@ -428,7 +428,7 @@ def test_the_generated_guard_is_visible():
     import inspect
 
     source = inspect.getsource(guard_kernel.__dict__["run"]) if "run" in guard_kernel.__dict__ else None
-    assert source is None or source.startswith("def run(x, n, m, k, scale, t, opt, BLOCK, *, grid, warmup")
+    assert source is None or source.lstrip().startswith("def run(x, n, m, k, scale, t, opt, BLOCK, *, grid, warmup")
 
 
 def test_stats_and_enable_disable_are_public():
@@ -583,14 +583,15 @@ def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_clas
                   example=(desc_call, {"BLOCK": 64}))
     try:
         classified = []
-        guard.run.__globals__["_lg_classify"] = lambda *a: classified.append(a)
+        cells = codegen.cells(guard.run)
+        cells["_lg_classify"].cell_contents = lambda *a: classified.append(a)
         before = fast_dispatch.fallback_counts().get("a tensor descriptor", 0)
         for _ in range(3):
             guard.run(*desc_call, grid=(1,), warmup=False, BLOCK=64)
         assert len(paths) == 3 and not classified
         assert fast_dispatch.fallback_counts()["a tensor descriptor"] == before + 3
         guard.original = triton_.run  # a tensor there: keyed (a miss, then a hit)
-        guard.run.__globals__.update(_lg_ORIGINAL=triton_.run, _lg_classify=fast_dispatch.classify)
+        cells["_lg_ORIGINAL"].cell_contents, cells["_lg_classify"].cell_contents = triton_.run, fast_dispatch.classify
         args = desc_call[:6] + (x,)
         want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
         hits = fast_dispatch.stats()["hits"]
@@ -604,7 +605,7 @@ def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_clas
 def test_torch_imported_after_the_guard_was_made_keys_tensors_inline_after_a_miss(monkeypatch):
     """A guard made before torch was imported keys tensors through the general classifier; the
     first miss after torch appears switches its generated code to torch's Tensor class (in the
-    function's own globals), and the kernel chosen is still Triton's."""
+    function's own closure cells), and the kernel chosen is still Triton's."""
     import sys
     import types
 
@@ -612,13 +613,13 @@ def test_torch_imported_after_the_guard_was_made_keys_tensors_inline_after_a_mis
     triton_ = CpuTriton(guard_kernel)
     guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
     try:
-        assert guard.run.__globals__["_lg_TENSOR"] is fast_dispatch._NoTensor
+        assert codegen.cells(guard.run)["_lg_TENSOR"].cell_contents is fast_dispatch._NoTensor
         monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTensor, cuda=types.SimpleNamespace()))
         x = FakeTensor(A0, tl.float32)
         args = (x, 16, 1, 1, 0.5, (x, 16), None)
         want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
         assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want  # a miss
-        assert guard.run.__globals__["_lg_TENSOR"] is FakeTensor
+        assert codegen.cells(guard.run)["_lg_TENSOR"].cell_contents is FakeTensor
         for _ in range(2):  # a miss with the inline key, then a hit
             assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want
         hits = fast_dispatch.stats()["hits"]

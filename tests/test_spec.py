@@ -250,7 +250,7 @@ def test_a_traceback_through_the_generated_code_shows_its_lines():
     assert generated, [f.filename for f in frames]
     assert generated[0].line and "self._bad_call(exc" in generated[0].line
     source = inspect.getsource(run._shape.code["dry_run"])
-    assert source.startswith("def dry_run(self, gridX") and "pack_all(function, stream" in source
+    assert source.lstrip().startswith("def dry_run(self, gridX") and "pack_all(function, stream" in source
 
 
 def test_first_launches_are_planned_then_the_fast_path_takes_over(monkeypatch):
@@ -314,4 +314,4 @@ def test_the_direct_launch_packs_what_a_launch_packs(entry):
     with pytest.raises(TypeError) as dry_run_error:
         run.dry_run(*base_for(run.spec))
     assert str(direct_error.value) == str(dry_run_error.value)
-    assert inspect.getsource(shape.generated("direct")).startswith("def direct(self, gridX, gridY, gridZ, stream")
+    assert inspect.getsource(shape.generated("direct")).lstrip().startswith("def direct(self, gridX, gridY, gridZ, stream")
