@@ -457,7 +457,7 @@ GUARD_BODY = '''\
     _lg_enter, _lg_leave = _lg_RT.launch_enter_hook, _lg_RT.launch_exit_hook
     if _lg_enter.__class__ is _lg_HOOK_CHAIN and not _lg_enter.calls and \\
             _lg_leave.__class__ is _lg_HOOK_CHAIN and not _lg_leave.calls:  # Triton's empty default hooks
-        _lg_direct(_lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_fn, {passed})
+        _lg_direct(_lg_run, _lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_fn, {passed})
         return _lg_ck
     if (_lg_enter is not None and (_lg_enter.__class__ is not _lg_HOOK_CHAIN or _lg_enter.calls)) or \\
             (_lg_leave is not None and (_lg_leave.__class__ is not _lg_HOOK_CHAIN or _lg_leave.calls)):

@@ -240,7 +240,8 @@ class CudaLauncher:
     def direct(self):
         """`launch(gridX, gridY, gridZ, stream, function, *args)`: a launch with the spec's own
         kernel metadata and no hooks, for a caller that launches this kernel again and again
-        (the fast dispatch's hits, bundles): the generated "direct" code bound to this launcher."""
+        (bundles): the generated "direct" code bound to this launcher (the fast dispatch's hits call
+        that code unbound, with the launcher)."""
         return types.MethodType(self._shape.generated("direct"), self)
 
     # -- helpers the generated code calls --

@@ -369,7 +369,7 @@ class Guard:
         if self._stock and self._stock.get(key, _ABSENT) is self.jit.hash:
             return None
         caches = self.jit.device_caches.get(device)  # read first: a clear meanwhile invalidates the entry
-        found = self._find(self.jit, device, values, options)
+        found = self._find(self.jit, caches, values, options)
         if found is None:
             return None
         if not self._settled:
@@ -386,7 +386,7 @@ class Guard:
         if not self._settled:
             self._settle()
         caches = self.jit.device_caches.get(device)  # read before the finder: a clear meanwhile invalidates the entry
-        found = self._find(self.jit, device, values, options)  # where Triton's cache holds what it launched
+        found = self._find(self.jit, caches, values, options)  # where Triton's cache holds what it launched
         if found is not None and found[0] is not kernel:
             found = None
         if (found is None or self._record(key, device, found, caches) is None) and \
@@ -426,13 +426,15 @@ class Guard:
 
 
 def _direct(run, packed_metadata):
-    """What a hit without launch hooks calls, `(gx, gy, gz, stream, function, *args)`, to
-    launch through `run` (a compiled kernel's launcher, called with `packed_metadata`)."""
+    """What a hit without launch hooks calls, `(run, gx, gy, gz, stream, function, *args)`, to
+    launch through `run` (a compiled kernel's launcher, called with `packed_metadata`): for
+    launcher's own, its shape's generated direct launch (shared by the kernels of that shape, so
+    a miss makes nothing for it)."""
     if isinstance(run, CudaLauncher) and packed_metadata == run.packed_metadata:
-        return run.direct()
+        return run._shape.generated("direct")
 
     # another launcher that checks its pointers (a stand-in in the CPU tests), or other metadata
-    def direct(gx, gy, gz, stream, function, *args):
+    def direct(run, gx, gy, gz, stream, function, *args):
         run(gx, gy, gz, stream, function, packed_metadata, None, None, None, *args)
 
     return direct

@@ -473,9 +473,10 @@ def knob_source(holder, attr):
 
 
 def cached_kernel_finder():
-    """find(jit_fn, device, values, options): (the CompiledKernel that JITFunction.run would
+    """find(jit_fn, caches, values, options): (the CompiledKernel that JITFunction.run would
     launch for the call `values` (every parameter's argument, in order) with keywords `options`
-    on `device`, Triton's kernel cache, the kernel's key in it), where Triton's cache holds it.
+    on the device whose Triton caches are `caches` (jit_fn.device_caches.get(device), read by the
+    caller), Triton's kernel cache, the kernel's key in it), where Triton's cache holds it.
     It is found as run finds it on 3.6 to 3.9: the dispatch knobs into the keywords, the
     device's binder, compute_cache_key, the device's kernel cache. None where Triton has not compiled it, where it is still compiling, or where the call
     is one that run refuses (run then compiles, or raises its own error). Nothing is launched,
@@ -488,8 +489,7 @@ def cached_kernel_finder():
     debug_knob = knobs[0][0]
     sources = [(holder, attr, knob_source(holder, attr)) for holder, attr in knobs[1:]]  # run's order
 
-    def find(jit_fn, device, values: tuple, options: dict):
-        caches = jit_fn.device_caches.get(device)
+    def find(jit_fn, caches, values: tuple, options: dict):
         if caches is None:
             return None
         kernel_cache, key_cache, _target, _backend, binder = caches

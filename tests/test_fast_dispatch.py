@@ -522,8 +522,8 @@ def test_the_finder_answers_what_tritons_cache_holds_and_not_a_compile_in_flight
     kernel = guard.run(*args, grid=(1,), warmup=False, BLOCK=64)
     find = fast_dispatch.A.cached_kernel_finder()
     values = args + (64,)
-    assert find(guard_kernel, 0, values, {})[0] is kernel
-    assert find(guard_kernel, 1, values, {}) is None  # no caches on that device
+    assert find(guard_kernel, guard_kernel.device_caches.get(0), values, {})[0] is kernel
+    assert find(guard_kernel, guard_kernel.device_caches.get(1), values, {}) is None  # no caches on that device
     cache = guard_kernel.device_caches[0][0]
     (key,) = [k for k, v in cache.items() if v is kernel]
 
@@ -533,9 +533,9 @@ def test_the_finder_answers_what_tritons_cache_holds_and_not_a_compile_in_flight
 
     cache[key] = Future()
     try:
-        assert find(guard_kernel, 0, values, {}) is None
+        assert find(guard_kernel, guard_kernel.device_caches.get(0), values, {}) is None
         cache[key] = kernel.ck  # Triton's own CompiledKernel (no `result` asked of it)
-        assert find(guard_kernel, 0, values, {})[0] is kernel.ck
+        assert find(guard_kernel, guard_kernel.device_caches.get(0), values, {})[0] is kernel.ck
     finally:
         cache[key] = kernel
 
