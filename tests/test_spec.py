@@ -294,7 +294,8 @@ def test_a_shape_whose_launch_code_exists_already_still_turns_hot():
 
 @pytest.mark.parametrize("entry", [e for e in C.ENTRIES if e.args is not None], ids=lambda e: e.name)
 def test_the_direct_launch_packs_what_a_launch_packs(entry):
-    """CudaLauncher.direct() (the fast dispatch's hits and bundles launch through it) hands the
+    """CudaLauncher.direct() (bundles launch through it; the fast dispatch's hits call the same
+    generated code unbound) hands the
     C launch the plan and bytes the generated launch packs, and refuses what it refuses. Its
     C entry is swapped for one that records what it is given (no GPU here)."""
     from launcher import codegen
