@@ -822,3 +822,31 @@ def test_kernels_with_keyword_only_parameters_take_tritons_path():
         assert fast_dispatch.fallback_counts()["keyword-only, positional-only or variadic parameters"] == before + 1
     finally:
         guard.detach()
+
+
+def test_guards_of_one_signature_share_code_but_each_reads_its_own_values():
+    """Two kernels of one source: their guards share one code object and one builtins-only
+    globals dict, and read their own kernel, caches and entries from closure cells (no globals of
+    their own, so calls that alternate between them keep the interpreter's caches); called in
+    turn, each records and launches what its own kernel's Triton cache holds."""
+    jits = [triton.jit(guard_kernel.fn) for _ in range(2)]
+    triton_ = CpuTriton(*jits)
+    guards = [Guard(j, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA) for j in jits]
+    try:
+        a, b = guards
+        assert a.call.__code__ is b.call.__code__ and a.call.__globals__ is b.call.__globals__
+        assert not [k for k in a.call.__globals__ if k.startswith("_lg_")]
+        assert not set(a.call.__code__.co_names) & {"_lg_JIT", "_lg_ENTRIES", "_lg_LIVE"}
+        for guard, jit in zip(guards, jits):
+            cells = codegen.cells(guard.call)
+            assert cells["_lg_JIT"].cell_contents is jit and cells["_lg_ENTRIES"].cell_contents is guard.entries
+        x = FakeTensor(A0, tl.float32)
+        args = (x, 16, 1, 1, 0.5, (x, 16), None)
+        for _ in range(2):  # a miss, then a hit, in turn
+            for guard, jit in zip(guards, jits):
+                kernel = guard.call((1,), *args, BLOCK=64)
+                assert kernel is triton_.kernels[kernel.key] and kernel in jit.device_caches[0][0].values()
+        assert all(len(g.entries) == 1 for g in guards)
+    finally:
+        for j in jits:
+            _forget_guard(j)
