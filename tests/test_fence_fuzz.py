@@ -80,3 +80,20 @@ def test_malformed_input_gives_findings_or_parse_error(name, arch):
 def test_degenerate_ptx(text):
     result = _checked(lambda: check_kernel(ptx=text))
     assert result == "unreadable" or isinstance(result, Report)
+
+
+@pytest.mark.parametrize("name, arch", SOURCES, ids=[f"{n}-sm{a}" for n, a in SOURCES])
+def test_a_kernel_cut_off_before_its_first_function_is_unreadable_not_clean(name, arch):
+    """A Triton-compiled kernel's PTX cut before its `.entry` (its header alone) and its TTGIR cut
+    before its `tt.func` (inside `module attributes {`) are refused with the file and line: a header
+    is not a kernel checked clean. Neither input at all is a TypeError."""
+    kernel = fc.compiled_corpus(name, arch)
+    ptx, ttgir = kernel.asm["ptx"], kernel.asm["ttgir"]
+    header = ptx[:ptx.index(".entry")].rsplit("\n", 1)[0]
+    module = ttgir[:ttgir.index("tt.func")]
+    for call in (lambda: check_kernel(ptx=header), lambda: check_kernel(ptx=header, ttgir=ttgir, info=False),
+                 lambda: check_ttgir(module), lambda: check_kernel(ttgir=module)):
+        with pytest.raises(ParseError, match="cut off before its first"):
+            call()
+    with pytest.raises(TypeError, match="ptx=, ttgir="):
+        check_kernel()

@@ -85,6 +85,8 @@ def check_kernel(*, ptx: str | None = None, ttgir: str | None = None, name: str 
     leaves out the TTGIR's own analysis unless a PTX finding needs its source line: no ``info`` findings,
     and a TTGIR that cannot be parsed is not noticed.
     """
+    if ptx is None and ttgir is None:
+        raise TypeError("check_kernel needs the kernel's ptx=, ttgir= or both")
     if ptx is None or info:
         ttgir_module = parse_ttgir(ttgir, ttgir_filename) if ttgir is not None else None
         ttgir_findings = _check_ttgir_module(ttgir_module, name, ttgir_filename) if ttgir_module is not None else []

@@ -229,8 +229,9 @@ class _Parser:
                 self._module_statement(number, line)
             else:
                 raise self.error(number, f"unexpected text outside a function: {line[:80]!r}")
-        if not self.functions and not self.saw_version:
-            raise self.error(1, "not PTX: no .version directive and no function")
+        if not self.functions:  # a header alone is not a kernel checked clean
+            raise self.error(len(self.lines) or 1, "no function: not PTX, or cut off before its first .entry"
+                             if self.saw_version else "not PTX: no .version directive and no function")
         for function in self.functions:
             self._check_branches(function)
         return PtxModule(self.functions, self.shared_symbols, self.declared, self.filename)

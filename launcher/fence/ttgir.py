@@ -154,8 +154,10 @@ class _Parser:
                 self._function(line, text)
             else:
                 raise self.error(line, f"unexpected top-level text: {text[:80]!r}")
-        if not self.functions and not self.module_attributes:
-            raise self.error(1, "not TTGIR: no module and no tt.func")
+        if not self.functions:  # a module header alone is not a kernel checked clean
+            raise self.error(len(self.statements) and self.statements[-1][0] or 1,
+                             "no tt.func: not TTGIR, or cut off before its first function"
+                             if self.module_attributes else "not TTGIR: no module and no tt.func")
         locations = _resolve_locations(self.raw_locations)
         return TtgirModule(self.functions, {k: v for k, v in locations.items() if v},
                            self.tensor_memory_aliases, self.module_attributes, self.aliases)
