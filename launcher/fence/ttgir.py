@@ -155,7 +155,7 @@ class _Parser:
             else:
                 raise self.error(line, f"unexpected top-level text: {text[:80]!r}")
         if not self.functions:  # a module header alone is not a kernel checked clean
-            raise self.error(len(self.statements) and self.statements[-1][0] or 1,
+            raise self.error(self.statements[-1][0] if self.statements else 1,
                              "no tt.func: not TTGIR, or cut off before its first function"
                              if self.module_attributes else "not TTGIR: no module and no tt.func")
         locations = _resolve_locations(self.raw_locations)
