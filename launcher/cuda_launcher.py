@@ -237,6 +237,19 @@ class CudaLauncher:
         plan, buf, keep = self.pack(gridX, gridY, gridZ, stream, function, kernel_metadata, *args)
         return BoundLaunch(self, plan, buf, (args, keep))
 
+    def flat_launch(self, kernel_metadata):
+        """(constexpr pattern, pack_all, c_launch, plan, size) where every parameter of this
+        signature is a pointer or a plain scalar (no tuples, descriptors, tensor maps, bools or
+        scratch) and `kernel_metadata` is the spec's own; else None. pattern: whether each
+        parameter is a constexpr. A caller holding the others' values as the launcher takes them
+        (pointers as the ints data_ptr() gave, in order) may pack and launch them itself:
+        `c_launch(plan, pack_all(function, stream, gx, gy, gz, 0, *values, 0, 0), size)`, a
+        non-zero status going to `_launch_failed(status, buf)` (the fast dispatch's hits)."""
+        shape = self._shape
+        if shape.flat_pattern is None or kernel_metadata != shape.packed_metadata:
+            return None
+        return shape.flat_pattern, shape.pack_all, shape.c_launch, shape.plan, shape.spec.layout.size
+
     def direct(self):
         """`launch(gridX, gridY, gridZ, stream, function, *args)`: a launch with the spec's own
         kernel metadata and no hooks, for a caller that launches this kernel again and again
@@ -325,6 +338,20 @@ def clear_launcher_cache() -> None:
         _shapes.clear()
 
 
+def _flat_pattern(args):
+    """Whether each argument is a constexpr, where every other one is a pointer or a scalar
+    that struct packs as it is (not a bool: the launcher checks those are 0 or 1); else None."""
+    pattern = []
+    for a in args:
+        if a.kind == "constexpr":
+            pattern.append(True)
+        elif a.kind == "pointer" or (a.kind == "scalar" and a.type not in ("i1", "u1")):
+            pattern.append(False)
+        else:
+            return None
+    return tuple(pattern)
+
+
 class _Shape:
     """What every launcher of one spec shape shares: the spec it was first made from (the shape's
     checks; names are the first kernel's), its native plan, its packer, the encoders of its
@@ -366,6 +393,7 @@ class _Shape:
         visit(layout.args, ())
         self.pack_all = pack_all = struct.Struct(layout.format).pack
         scratch = spec.global_scratch[0] or spec.profile_scratch[0]  # only then is the head packed apart
+        self.flat_pattern = None if scratch else _flat_pattern(layout.args)
         self.namespace = {
             "pack_all": pack_all, "pack_head": struct.Struct(layout.format_before_scratch).pack if scratch else None,
             "pack_scratch": _pack_scratch,

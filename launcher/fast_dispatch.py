@@ -21,8 +21,9 @@ While the guard is on, JITFunction.__getitem__ binds the grid to the guard's gen
 (a bound method, where Triton builds a lambda that calls run with keywords), and JITFunction.run
 is the guard's `run` (what autotuners, heuristics and warmup() call).
 
-On a hit the guard launches the compiled kernel recorded for that key, through its launcher:
-the grid is evaluated as Triton evaluates it, the stream is the current one, the globals the
+On a hit the guard launches the compiled kernel recorded for that key, through its launcher
+(or, where that kernel takes the call's values as they are, with the launcher's own packer and C
+launch inline: CudaLauncher.flat_launch): the grid is evaluated as Triton evaluates it, the stream is the current one, the globals the
 kernel used are checked, and the launch hooks run with Triton's launch metadata when they are
 set. On a miss the guard looks in Triton's own cache as Triton's run does: a kernel Triton has
 compiled and loaded for the call is recorded for the key and launched as a hit would launch it;
@@ -248,6 +249,7 @@ class Guard:
         self._cells, self._settled, self.call = None, False, None
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
+        self._pattern = tuple(p.is_constexpr for p in params)  # what a kernel packed by the hit itself declares
         self._unusual = A.unusual_parameters(jit)
         if self._unusual is not None or any(p.name.startswith("_lg_") or p.name in ("grid", "warmup") for p in params):
             self.run = self._unguarded
@@ -417,12 +419,27 @@ class Guard:
             self._stock[key] = jit.hash
             return None
         entry = (jit.hash, caches, kernel_cache.get, triton_key, kernel, run, _direct(run, kernel.packed_metadata),
-                 function, kernel.packed_metadata)
+                 function, kernel.packed_metadata, *_flat(run, kernel.packed_metadata, self._pattern))
         entries = self.entries  # bounded; a clear and a store are each atomic: a race only loses entries
         if len(entries) >= 1024:
             entries.clear()
         entries[key] = entry
         return entry
+
+
+_NOT_FLAT = (None, None, None, None)
+
+
+def _flat(run, packed_metadata, pattern) -> tuple:
+    """(pack_all, c_launch, plan, size) with which a hit packs and launches itself (see
+    CudaLauncher.flat_launch), where `run` offers them for `packed_metadata` and its constexprs
+    are the kernel's declared ones (`pattern`: the guard's); else four Nones (the hit calls the
+    direct launch)."""
+    get = getattr(run, "flat_launch", None)
+    flat = get(packed_metadata) if get is not None else None
+    if flat is None or flat[0] != pattern:
+        return _NOT_FLAT
+    return flat[1:]
 
 
 def _direct(run, packed_metadata):

@@ -11,6 +11,7 @@ what launcher.capture records can be tested on CI.
 from __future__ import annotations
 
 import contextlib
+import struct
 from dataclasses import dataclass
 
 
@@ -78,7 +79,35 @@ class CpuDriver:
             self.launches.append(Launch(metadata.name, real.spec, (gx, gy, gz), params))
 
         launch.checks_pointers = real.checks_pointers  # it is launcher's own launcher (a dry run of it)
+        launch._launch_failed = real._launch_failed
+        launch.flat_launch = recording_flat_launch(
+            real, lambda grid, params: self.launches.append(Launch(metadata.name, real.spec, grid, params)))
         return launch
+
+
+def recording_flat_launch(real, record):
+    """A stand-in for `real.flat_launch` (a CudaLauncher's: what the fast dispatch's hits pack
+    and launch themselves) whose C launch is the C dry run of the same plan and bytes, each
+    launch recorded as record(grid, bytes of each parameter)."""
+    from launcher.spec import HEADER_FORMAT
+
+    def flat_launch(kernel_metadata):
+        flat = real.flat_launch(kernel_metadata)
+        if flat is None:
+            return None
+        shape = real._shape
+
+        def c_launch(plan, buf, size):
+            out = shape.new_out()
+            status = shape.c_dry_run(plan, buf, size, out, shape.out_size)
+            if not status:
+                _, _, gx, gy, gz, _ = struct.unpack_from("<" + HEADER_FORMAT, buf)
+                record((gx, gy, gz), shape.split(out))
+            return status
+
+        return (*flat[:2], c_launch, *flat[3:])
+
+    return flat_launch
 
 
 @contextlib.contextmanager

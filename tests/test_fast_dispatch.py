@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import launcher
 from launcher import CudaLauncher, codegen, fast_dispatch
 from launcher.fast_dispatch import Guard
-from cpu_triton import FakeTensor
+from cpu_triton import FakeTensor, recording_flat_launch
 
 triton = pytest.importorskip("triton")
 tl = triton.language
@@ -50,6 +50,7 @@ class CpuTriton:
         self.launched = []  # (Triton's key, bytes) of every launch
         self.stock_launcher = False  # whether its launchers stand for Triton's stock one
         self.runs = 0
+        self.flat_launches = 0  # hits that packed and launched themselves (CudaLauncher.flat_launch)
 
     def triton_key(self, jit, args, kwargs):
         from triton.runtime.jit import compute_cache_key, create_function_from_signature
@@ -101,6 +102,13 @@ class Compiled:
 
         if not triton_.stock_launcher:
             run.checks_pointers = True  # it stands for launcher's own launcher (a dry run of it)
+            run._launch_failed = inner._launch_failed
+
+            def flat(grid, params):  # a hit that packed and launched itself
+                triton_.flat_launches += 1
+                triton_.launched.append((key, params))
+
+            run.flat_launch = recording_flat_launch(inner, flat)
         self._run = run
 
     @property
@@ -169,6 +177,107 @@ def test_the_guard_launches_the_kernel_triton_chooses_with_its_bytes(cpu, x, n, 
     want = CudaLauncher(kernel.ck.src, kernel.ck.metadata).dry_run(2, 1, 1, 0x5EA, kernel.function,
                                                                    kernel.packed_metadata, None, None, None, *values)
     assert got == want
+
+
+@triton.jit(do_not_specialize=["m"], do_not_specialize_on_alignment=["k"])
+def flat_kernel(x, n, m, k, scale, opt, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs, mask=offs < n)
+    tl.store(x + offs, v * scale + m + k, mask=offs < n)
+    if opt is not None:
+        tl.store(opt + offs, v, mask=offs < n)
+
+
+FLAT_EXAMPLES = {"no example": None,
+                 "scalars first": ((FakeTensor(A0, tl.float32), 16, 1, 1, 0.5, None), {"BLOCK": 64})}
+
+
+@pytest.fixture(params=list(FLAT_EXAMPLES))
+def flat_cpu(request, monkeypatch):
+    """A guard in front of a kernel of pointers and scalars only, FakeTensor playing torch's
+    Tensor: its hits pack and launch themselves (CudaLauncher.flat_launch) where the compiled
+    kernel's constexprs are the declared ones (not where opt is None, or n is 1: Triton makes
+    those constexprs)."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTensor, cuda=types.SimpleNamespace()))
+    triton_ = CpuTriton(flat_kernel)
+    guard = Guard(flat_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA,
+                  example=FLAT_EXAMPLES[request.param])
+    yield triton_, guard
+    _forget_guard(flat_kernel)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(TENSORS, INTS, SMALL, SMALL, st.sampled_from([0.5, 2.0]), st.one_of(st.none(), TENSORS),
+       st.sampled_from([64, 128]), st.booleans(), st.sampled_from([(2,), (2, 3), (1, 2, 3)]))
+def test_a_hit_that_packs_itself_launches_what_triton_chooses_with_its_bytes(flat_cpu, x, n, m, k, scale, opt,
+                                                                            block, as_kw, grid):
+    triton_, guard = flat_cpu
+    if as_kw:
+        args, kwargs = (x,), dict(n=n, m=m, k=k, scale=scale, opt=opt, BLOCK=block)
+    else:
+        args, kwargs = (x, n, m, k, scale, opt), {"BLOCK": block}
+    want_key = triton_.triton_key(flat_kernel, args, kwargs)[0]
+    for _ in range(2):  # a miss or a hit, then a hit
+        before = len(triton_.launched)
+        kernel = guard.run(*args, grid=grid, warmup=False, **kwargs)
+        assert kernel.key == want_key and len(triton_.launched) == before + 1
+        launched_key, got = triton_.launched[-1]
+        assert launched_key == want_key
+        want = CudaLauncher(kernel.ck.src, kernel.ck.metadata).dry_run(
+            *(grid + (1, 1))[:3], 0x5EA, kernel.function, kernel.packed_metadata, None, None, None,
+            x, n, m, k, scale, opt, block)
+        assert got == want
+
+
+def test_hits_pack_themselves_where_the_kernel_takes_the_values_as_they_are(flat_cpu, request):
+    """Not where Triton made an argument a constexpr (None, 1), nor where a tensor comes to a
+    parameter whose first argument was a scalar (None for opt, in "scalars first"): the direct
+    launch converts such arguments itself."""
+    triton_, guard = flat_cpu
+    x = FakeTensor(A0, tl.float32)
+    tensor_slot = FLAT_EXAMPLES[request.node.callspec.params["flat_cpu"]] is None
+    for opt, n, flat in ((x, 16, tensor_slot), (None, 16, False), (x, 1, False)):
+        args = (x, n, 17, 5, 0.5, opt)
+        guard.run(*args, grid=(2,), warmup=False, BLOCK=64)
+        flat_before, hits = triton_.flat_launches, fast_dispatch.stats()["hits"]
+        guard.run(*args, grid=(2,), warmup=False, BLOCK=64)
+        assert fast_dispatch.stats()["hits"] == hits + 1
+        assert triton_.flat_launches == flat_before + flat, (opt, n)
+
+
+class IndexTensor(FakeTensor):
+    """A tensor that is an int too, as a one-element integer torch tensor is (__index__):
+    struct would pack that value where the kernel takes its address."""
+
+    def __index__(self):
+        return 0x1234
+
+
+@pytest.mark.parametrize("tensor_class, example", [
+    (IndexTensor, ((5, 16, 1, 1, 0.5, None), {"BLOCK": 64})),  # torch's class, where a first call had an int
+    (FakeTensor, None),  # a subclass of torch's, keyed by the general classifier
+])
+def test_a_tensor_that_is_an_int_too_is_launched_by_its_address(monkeypatch, tensor_class, example):
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=tensor_class, cuda=types.SimpleNamespace()))
+    triton_ = CpuTriton(flat_kernel)
+    guard = Guard(flat_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA, example=example)
+    try:
+        x = IndexTensor(A0, tl.float32)
+        args = (x, 16, 17, 5, 0.5, tensor_class(A1 + 12, tl.float32))
+        for _ in range(3):
+            kernel = guard.run(*args, grid=(2,), warmup=False, BLOCK=64)
+            want = CudaLauncher(kernel.ck.src, kernel.ck.metadata).dry_run(
+                2, 1, 1, 0x5EA, kernel.function, kernel.packed_metadata, None, None, None, *args, 64)
+            assert triton_.launched[-1][1] == want and want[0] == A0.to_bytes(8, "little")
+        assert triton_.runs == 1 and triton_.flat_launches == 0
+    finally:
+        _forget_guard(flat_kernel)
 
 
 @triton.jit
