@@ -439,7 +439,7 @@ GUARD_BODY = '''\
     if _lg_no is not None:
         return _lg_fallback(_lg_no, grid, False, _lg_options, ({names}))
     if _lg_e is not None:
-        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd, _lg_pk, _lg_cl, _lg_pl, _lg_sz = _lg_e
+        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_fn, _lg_pmd, _lg_direct, _lg_pk, _lg_cl, _lg_pl, _lg_sz = _lg_e
         if _lg_hash is _lg_JIT.hash and _lg_kc is _lg_JIT.device_caches.get(_lg_dev) and _lg_kget(_lg_tkey) is _lg_ck:
             _lg_HITS[0] += 1
         else:  # the kernel's source changed, or its caches were cleared or no longer hold it
@@ -448,7 +448,7 @@ GUARD_BODY = '''\
         _lg_e = _lg_recall(_lg_key, _lg_dev, _lg_options, ({names}))
         if _lg_e is None:
             return _lg_miss(_lg_key, _lg_dev, grid, _lg_options, ({names}))
-        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_direct, _lg_fn, _lg_pmd, _lg_pk, _lg_cl, _lg_pl, _lg_sz = _lg_e
+        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_fn, _lg_pmd, _lg_direct, _lg_pk, _lg_cl, _lg_pl, _lg_sz = _lg_e
     if _lg_JIT.used_global_vals:
         _lg_check_globals(_lg_JIT)
     if grid.__class__ is _lg_tuple:

@@ -418,8 +418,8 @@ class Guard:
                 self._stock.clear()
             self._stock[key] = jit.hash
             return None
-        entry = (jit.hash, caches, kernel_cache.get, triton_key, kernel, run, _direct(run, kernel.packed_metadata),
-                 function, kernel.packed_metadata, *_flat(run, kernel.packed_metadata, self._pattern))
+        entry = (jit.hash, caches, kernel_cache.get, triton_key, kernel, run, function, kernel.packed_metadata,
+                 *_launch_parts(run, kernel.packed_metadata, self._pattern))
         entries = self.entries  # bounded; a clear and a store are each atomic: a race only loses entries
         if len(entries) >= 1024:
             entries.clear()
@@ -428,6 +428,23 @@ class Guard:
 
 
 _NOT_FLAT = (None, None, None, None)
+_PARTS: dict = {}  # (shape, packed metadata, constexpr pattern) -> _launch_parts of launcher's own launchers
+
+
+def _launch_parts(run, packed_metadata, pattern) -> tuple:
+    """(direct, pack_all, c_launch, plan, size): what a hit launches a kernel recorded with
+    launcher `run` and `packed_metadata` through (_direct, _flat). Made once per shape, metadata
+    and pattern for launcher's own launchers: a miss records without making them again."""
+    if not isinstance(run, CudaLauncher):
+        return (_direct(run, packed_metadata), *_flat(run, packed_metadata, pattern))
+    key = (run._shape, packed_metadata, pattern)
+    parts = _PARTS.get(key)
+    if parts is None:
+        parts = (_direct(run, packed_metadata), *_flat(run, packed_metadata, pattern))
+        if len(_PARTS) >= 1024:
+            _PARTS.clear()
+        _PARTS[key] = parts
+    return parts
 
 
 def _flat(run, packed_metadata, pattern) -> tuple:

@@ -959,3 +959,25 @@ def test_guards_of_one_signature_share_code_but_each_reads_its_own_values():
     finally:
         for j in jits:
             _forget_guard(j)
+
+
+def test_a_miss_records_launchers_own_kernels_with_parts_made_once_per_shape():
+    """An entry of a kernel of launcher's own launcher holds its shape's generated direct launch
+    and, where the kernel takes the call's values as they are, the shape's packer, C launch,
+    plan and size (CudaLauncher.flat_launch): made once per shape, metadata and constexpr
+    pattern, so that a miss does not make them again. Tuples, descriptors or another pattern
+    (constexprs the compiler added) leave the hit to the direct launch."""
+    import cpu_corpus as C
+
+    ck = C.BY_NAME["vector_add"].compile()
+    a, b = CudaLauncher(ck.src, ck.metadata), CudaLauncher(ck.src, ck.metadata)
+    md, declared = a.packed_metadata, (False, False, False, False, True)
+    parts = fast_dispatch._launch_parts(a, md, declared)
+    assert parts[0] is a._shape.generated("direct")
+    assert parts[1:] == a.flat_launch(md)[1:] and parts[1] is a._shape.pack_all
+    assert fast_dispatch._launch_parts(b, md, declared) is parts
+    assert fast_dispatch._launch_parts(a, md, (False, False, False, True, True))[1:] == (None,) * 4
+    for name in ("tuples", "host_tma"):
+        ck = C.BY_NAME[name].compile()
+        run = CudaLauncher(ck.src, ck.metadata)
+        assert run.flat_launch(run.packed_metadata) is None
