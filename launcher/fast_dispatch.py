@@ -22,10 +22,10 @@ While the guard is on, JITFunction.__getitem__ binds the grid to the guard's gen
 is the guard's `run` (what autotuners, heuristics and warmup() call).
 
 On a hit the guard launches the compiled kernel recorded for that key, through its launcher
-(or, where that kernel takes the call's values as they are, with the launcher's own packer and C
-launch inline: CudaLauncher.flat_launch): the grid is evaluated as Triton evaluates it, the stream is the current one, the globals the
-kernel used are checked, and the launch hooks run with Triton's launch metadata when they are
-set. On a miss the guard looks in Triton's own cache as Triton's run does: a kernel Triton has
+(or, where that kernel takes the call's values as they are, with the launcher's own packer and
+C launch inline: CudaLauncher.flat_launch): the grid is evaluated as Triton evaluates it, the
+stream is the current one, the globals the kernel used are checked, and the launch hooks run
+with Triton's launch metadata when they are set. On a miss the guard looks in Triton's own cache as Triton's run does: a kernel Triton has
 compiled and loaded for the call is recorded for the key and launched as a hit would launch it;
 otherwise the call takes Triton's full path, and the kernel Triton chose is recorded. A change
 to the kernel's source (its hash), clearing its caches, pre-run hooks or a
