@@ -16,6 +16,8 @@ for any alignment, a 1 for an i32 parameter, a small int for an i64 one) is acce
 """
 from __future__ import annotations
 
+import operator
+
 from launcher import spec as S
 
 # Triton's canonical dtype names (triton._utils.type_canonicalisation_dict, as facts).
@@ -68,15 +70,55 @@ def array_address_and_dtype(value):
     if found is None:
         return None
     address, typestr = found
+    return address, _typestr_dtype(typestr)
+
+
+def _typestr_dtype(typestr: str) -> str:
     name = _TYPESTRS.get((typestr[1:2], int(typestr[2:]))) if typestr[2:].isdigit() else None
     if name is None:
         raise TypeError(f"no Triton type for __cuda_array_interface__ typestr {typestr!r}")
-    return address, name
+    return name
 
 
 def array_interface(value):
     """(address, typestr) of `value`'s __cuda_array_interface__ (CuPy, Numba), checked: None
     where it has none, TypeError where it is malformed (no int address, a big-endian type)."""
+    found = _checked_interface(value)
+    return None if found is None else (found[0]["data"][0], found[0]["typestr"])
+
+
+def array_layout(value):
+    """(address, Triton dtype name, shape, strides in bytes or None for C order) of `value`'s
+    __cuda_array_interface__, read once (an object whose interface is a property answers once);
+    None where it has none, TypeError where any of it is malformed."""
+    found = _checked_interface(value)
+    if found is None:
+        return None
+    cai, what = found
+    shape, strides = _ints(cai.get("shape")), cai.get("strides")
+    if shape is None or any(s < 0 for s in shape):
+        raise TypeError(f"{what}: 'shape' must be a tuple of non-negative ints, got {cai.get('shape')!r}")
+    if strides is not None:
+        strides = _ints(strides)
+        if strides is None or len(strides) != len(shape):
+            raise TypeError(f"{what}: 'strides' must be None or one int per dimension (bytes), "
+                            f"got {cai.get('strides')!r}")
+    return cai["data"][0], _typestr_dtype(cai["typestr"]), shape, strides
+
+
+def _ints(values):
+    """`values` (a tuple or list of integers, numpy's included) as a tuple of ints, else None."""
+    if not isinstance(values, (tuple, list)):
+        return None
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        return None
+
+
+def _checked_interface(value):
+    """(value's __cuda_array_interface__, the words naming it), its address and type checked;
+    None where it has none."""
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is None:
         return None
@@ -88,7 +130,7 @@ def array_interface(value):
         raise TypeError(f"{what}: 'data' must be (address, read_only) with an int address, got {data!r}")
     if not isinstance(typestr, str) or len(typestr) < 3 or typestr[0] not in "<|=":
         raise TypeError(f"{what}: 'typestr' must be a little-endian type string such as '<f4', got {typestr!r}")
-    return data[0], typestr
+    return cai, what
 
 
 def _tensordesc_type(value) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
-from launcher.specialization import array_address_and_dtype, dtype_name
+from launcher.specialization import array_layout, dtype_name
 
 _ITEMSIZE = {"fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4,
              "i64": 8, "u64": 8, "u1": 1, "fp8e4nv": 1, "fp8e5": 1, "fp8e4b15": 1, "fp8e4b8": 1, "fp8e5b16": 1}
@@ -26,14 +26,11 @@ class CudaArray:
     __slots__ = ("address", "dtype", "shape", "strides", "owner")
 
     def __init__(self, obj):
-        found = array_address_and_dtype(obj)
+        found = array_layout(obj)  # the interface read once, and checked
         if found is None:
             raise TypeError(f"expects a tensor or an object with __cuda_array_interface__, got {type(obj).__name__}")
-        cai = obj.__cuda_array_interface__
-        self.address, self.dtype = found
-        self.shape = tuple(int(s) for s in cai["shape"])
+        self.address, self.dtype, self.shape, strides = found
         item = _ITEMSIZE[self.dtype]
-        strides = cai.get("strides")
         if strides is None:  # C-contiguous
             out, step = [], 1
             for s in reversed(self.shape):
@@ -41,9 +38,9 @@ class CudaArray:
                 step *= s
             self.strides = tuple(reversed(out))
         else:
-            if any(int(s) % item for s in strides):
+            if any(s % item for s in strides):
                 raise ValueError(f"strides {list(strides)} (bytes) are not multiples of the element size {item}")
-            self.strides = tuple(int(s) // item for s in strides)
+            self.strides = tuple(s // item for s in strides)
         self.owner = obj
 
     def data_ptr(self) -> int:

@@ -144,3 +144,52 @@ def test_a_malformed_cuda_array_interface_is_a_type_error(cai, message):
     with pytest.raises(TypeError, match=message):
         address_and_dtype(_Array(cai))
     assert address_and_dtype(_Array({"data": (4096, False), "typestr": "<f4"})) == (4096, "fp32")
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({}, "'shape' must be"),
+    ({"shape": None}, "'shape' must be"),
+    ({"shape": (4, "8")}, "'shape' must be"),
+    ({"shape": (4, -1)}, "'shape' must be"),
+    ({"shape": (4, 8), "strides": (32,)}, "'strides' must be"),
+    ({"shape": (4, 8), "strides": (32, 4.0)}, "'strides' must be"),
+    ({"shape": (4, 8), "strides": "32,4"}, "'strides' must be"),
+], ids=["no shape", "None shape", "str in shape", "negative size", "strides of another rank", "float stride",
+        "str strides"])
+def test_a_descriptor_base_with_a_malformed_array_interface_is_a_type_error(extra, message):
+    """A tensor descriptor's base given by __cuda_array_interface__ needs a shape of
+    non-negative integers and strides of its rank (or None): else a TypeError naming the field,
+    never a KeyError or a ValueError from int()."""
+    from launcher.tensordesc import CudaArray
+
+    with pytest.raises(TypeError, match=message):
+        CudaArray(_Array({"data": (4096, False), "typestr": "<f2", **extra}))
+
+
+def test_an_array_interface_is_read_once_for_a_descriptor_base():
+    """An object whose __cuda_array_interface__ is a property answering differently each time
+    (another address, another shape) gives a base whose address, dtype, shape and strides all
+    come from one answer."""
+    from launcher.tensordesc import CudaArray
+
+    class Size:  # an integer of another class, as numpy's are
+        def __init__(self, n):
+            self.n = n
+
+        def __index__(self):
+            return self.n
+
+    class Shifting:
+        def __init__(self):
+            self.reads = 0
+
+        @property
+        def __cuda_array_interface__(self):
+            self.reads += 1
+            return {"data": (4096 * self.reads, False), "typestr": "<f2", "shape": (self.reads, Size(64)),
+                    "strides": (128 * self.reads, 2), "version": 3}
+
+    obj = Shifting()
+    base = CudaArray(obj)
+    assert obj.reads == 1
+    assert (base.address, base.dtype, base.shape, base.strides) == (4096, "fp16", (1, 64), (64, 1))
