@@ -25,13 +25,13 @@ On a hit the guard launches the compiled kernel recorded for that key, through i
 (or, where that kernel takes the call's values as they are, with the launcher's own packer and
 C launch inline: CudaLauncher.flat_launch): the grid is evaluated as Triton evaluates it, the
 stream is the current one, the globals the kernel used are checked, and the launch hooks run
-with Triton's launch metadata when they are set. On a miss the guard looks in Triton's own cache as Triton's run does: a kernel Triton has
-compiled and loaded for the call is recorded for the key and launched as a hit would launch it;
-otherwise the call takes Triton's full path, and the kernel Triton chose is recorded. A change
-to the kernel's source (its hash), clearing its caches, pre-run hooks or a
-stages-inspection hook send calls to Triton's path. Under @triton.autotune and
-@triton.heuristics the guard sits beneath their own choice: they run as in Triton
-(reset_to_zero, restore_value and pre-hooks included) and call the guarded kernel.
+with Triton's launch metadata when they are set. On a miss the guard looks in Triton's own
+cache as Triton's run does: a kernel Triton has compiled and loaded for the call is recorded for
+the key and launched as a hit would launch it; otherwise the call takes Triton's full path, and
+the kernel Triton chose is recorded. A change to the kernel's source (its hash), clearing its
+caches, pre-run hooks or a stages-inspection hook send calls to Triton's path. Under
+@triton.autotune and @triton.heuristics the guard sits beneath their own choice: they run as in
+Triton (reset_to_zero, restore_value and pre-hooks included) and call the guarded kernel.
 """
 from __future__ import annotations
 
