@@ -128,7 +128,7 @@ def real(spec, where, ty, value) -> float:
 
 
 def scalar(spec, where, ty, value):
-    if ty in ("i1", "u1"):
+    if ty in S.BOOLS:
         return as_int(spec, where, value, None, (0, 1), ty)
     bounds = S.INT_RANGES.get(ty)
     if bounds is not None:

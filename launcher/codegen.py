@@ -184,7 +184,7 @@ def _convert(w: _Writer, args, names, depth, encoder_of, prefix=()):
             fn = w.constant("desc", encoder_of[prefix + (i,)])
             vs = [w.value() for _ in arg.params]
             w.emit(f"{', '.join(vs)}, = {fn}({var})", depth)
-        elif arg.type in ("i1", "u1"):  # bools and 0/1; the int itself, not what == says
+        elif arg.type in S.BOOLS:  # bools and 0/1; the int itself, not what == says
             v = w.value()
             w.emit(f"{v} = index({var})", depth)
             w.emit(f"if {v} != 0 and {v} != 1: raise ValueError", depth)

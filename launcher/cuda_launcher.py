@@ -345,7 +345,7 @@ def _flat_pattern(args):
     for a in args:
         if a.kind == "constexpr":
             pattern.append(True)
-        elif a.kind == "pointer" or (a.kind == "scalar" and a.type not in ("i1", "u1")):
+        elif a.kind == "pointer" or (a.kind == "scalar" and a.type not in S.BOOLS):
             pattern.append(False)
         else:
             return None

@@ -310,10 +310,10 @@ def _checks(args, values, prefix, aligned, encoders) -> list | None:
             if found is None or not hasattr(value, "dtype") or not callable(getattr(value, "data_ptr", None)):
                 return None  # __cuda_array_interface__ objects: the general path converts them
             checks.append(("pointer", (value.__class__, value.dtype, path in aligned)))
-        elif arg.type in S.INT_RANGES and arg.type not in ("i1", "u1"):
+        elif arg.type in S.INT_RANGES and arg.type not in S.BOOLS:
             lo, hi = S.INT_RANGES[arg.type]
             checks.append(("int", (lo, hi, path in aligned)))
-        elif arg.type in ("i1", "u1"):
+        elif arg.type in S.BOOLS:
             checks.append(("bool", None))
         elif arg.type in S.FLOATS:
             checks.append(("float", None))

@@ -53,6 +53,8 @@ INT_RANGES = {
     "i64": (-(1 << 63), (1 << 63) - 1), "u64": (0, (1 << 64) - 1),
 }
 FLOATS = ("fp16", "bf16", "fp32", "f32", "fp64")
+# Triton's bool types: packed as one byte, a bool or the int 0 or 1 (no other int)
+BOOLS = ("i1", "u1")
 
 
 
@@ -635,7 +637,7 @@ def describe_type(ty) -> str:
         return "a CUtensorMap object (with tma_desc_cpu_ptr())"
     if ty.startswith("tensordesc"):
         return f"a TensorDescriptor for {ty}"
-    if ty in ("i1", "u1"):
+    if ty in BOOLS:
         return f"a bool or 0/1 for {ty}"
     if ty in INT_RANGES:
         lo, hi = INT_RANGES[ty]

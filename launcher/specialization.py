@@ -262,7 +262,7 @@ class AssumptionCheck:
             self._fail(path, "a pointer divisible by 16", f"{address:#x}")
 
     def _scalar(self, path, ty, value):
-        if ty in ("i1", "u1"):
+        if ty in S.BOOLS:
             if value.__class__ is not bool and not (value.__class__ is int and value in (0, 1)):
                 self._fail(path, f"a bool ({ty})", _describe(value))
             return
