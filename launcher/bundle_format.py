@@ -561,7 +561,9 @@ class _Reader:
         except elf.ElfError as e:
             self.fail(f"not a cubin: {e}", name)
         if spec.kernel not in info.functions:
-            known = ", ".join(sorted(info.functions)) or "none"
+            known = ", ".join(sorted(info.functions)[:8]) or "none"
+            if len(info.functions) > 8:
+                known += f", ... ({len(info.functions)} in all)"
             self.fail(f"the spec launches {spec.kernel!r}, which is not a function of the cubin's ELF symbol table "
                       f"(its functions: {known})", name)
         if spec.arch is not None and info.arch != spec.arch:

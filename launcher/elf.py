@@ -25,6 +25,8 @@ _EIATTR_KPARAM_INFO = 0x17
 _EIATTR_REQNTID = 0x10
 _MAX_SECTIONS = 1 << 16
 _MAX_SYMBOLS = 1 << 20
+_MAX_NAME = 4096  # bytes of one section or symbol name
+_MAX_NAME_BYTES = 1 << 24  # bytes of the distinct function names of a file, in all
 
 
 class ElfError(ValueError):
@@ -65,9 +67,10 @@ def _slice(data, offset, size, what):
 def _string(table: bytes, offset: int, what: str) -> str:
     if not 0 <= offset < len(table):
         raise ElfError(f"{what}: string offset {offset} is outside its string table")
-    end = table.find(b"\0", offset)
+    end = table.find(b"\0", offset, offset + _MAX_NAME + 1)  # bounded: a crafted table cannot make it scan
     if end < 0:
-        raise ElfError(f"{what}: unterminated string")
+        raise ElfError(f"{what}: unterminated string" if table.find(b"\0", offset) < 0 else
+                       f"{what}: a name longer than {_MAX_NAME} bytes")
     try:
         return table[offset:end].decode("ascii")
     except UnicodeDecodeError:
@@ -104,7 +107,7 @@ def read_cubin(data: bytes) -> CubinInfo:
     for i, s in enumerate(sections):
         by_name[_string(names, s[0], f"section {i} name")] = s
     functions = set()
-    symbols = 0  # read across every symbol table: the bound holds for the whole file
+    symbols = name_bytes = 0  # read across every symbol table: the bounds hold for the whole file
     for i, s in enumerate(sections):
         if s[1] != _SHT_SYMTAB:
             continue
@@ -121,10 +124,17 @@ def read_cubin(data: bytes) -> CubinInfo:
             raise ElfError(f"symbol table links string table {s[6]}, out of range")
         strtab_sec = sections[s[6]]
         strtab = _slice(data, strtab_sec[4], strtab_sec[5], "symbol string table")
+        seen = set()  # the name offsets read from this table: each is decoded once
         for j in range(len(table) // 24):
             st_name, st_info, _other, _shndx, _value, _size = struct.unpack_from("<IBBHQQ", table, j * 24)
-            if st_info & 0xF == _STT_FUNC:
-                functions.add(_string(strtab, st_name, f"symbol {j} name"))
+            if st_info & 0xF == _STT_FUNC and st_name not in seen:
+                seen.add(st_name)
+                name = _string(strtab, st_name, f"symbol {j} name")
+                if name not in functions:
+                    name_bytes += len(name)
+                    if name_bytes > _MAX_NAME_BYTES:
+                        raise ElfError(f"function names of more than {_MAX_NAME_BYTES} bytes in all")
+                    functions.add(name)
     kernels = {}
     for name in functions:
         s = by_name.get(".nv.info." + name)

@@ -337,3 +337,29 @@ def test_symbol_tables_are_bounded_in_all_not_one_by_one(monkeypatch):
     twice = cubin[:shoff + (shnum - 1) * 64] + symtab + cubin[shoff + shnum * 64:]  # the last header: a second one
     with pytest.raises(elf.ElfError, match=f"more than {count} symbols in all"):
         elf.read_cubin(twice)
+
+
+def test_a_string_table_cannot_make_symbol_names_costly():
+    """Symbols that all name one unterminated megabyte of string table were each decoded in full
+    (a 3.7 MB bundle took a minute to load): a name is at most elf._MAX_NAME bytes, read once."""
+    import struct
+
+    from launcher import elf
+
+    cubin = bytes(C.BY_NAME["vector_add"].compile().kernel)
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    _, shnum, _ = struct.unpack_from("<HHH", cubin, 0x3A)
+    headers = [bytearray(cubin[shoff + i * 64: shoff + (i + 1) * 64]) for i in range(shnum)]
+    (symtab,) = [h for h in headers if struct.unpack_from("<I", h, 4)[0] == 2]
+    strtab = headers[struct.unpack_from("<I", symtab, 40)[0]]
+    names = b"A" * (1 << 20) + b"\0"
+    table = struct.pack("<IBBHQQ", 0, 0x12, 0, 0, 0, 0) * 100_000
+    end = len(cubin)
+    struct.pack_into("<QQ", symtab, 24, end, len(table))
+    struct.pack_into("<QQ", strtab, 24, end + len(table), len(names))
+    edited = cubin[:shoff] + b"".join(headers) + cubin[shoff + shnum * 64:] + table + names
+    with pytest.raises(elf.ElfError, match=f"a name longer than {elf._MAX_NAME} bytes"):
+        elf.read_cubin(edited)
+    short = b"k\0" + names[2:]
+    edited = cubin[:shoff] + b"".join(headers) + cubin[shoff + shnum * 64:] + table + short
+    assert "k" in elf.read_cubin(edited).functions  # 100000 symbols naming offset 0: decoded once
