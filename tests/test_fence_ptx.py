@@ -357,3 +357,21 @@ $L__BB0_2:
     blocks = function_blocks(function, {"global_smem"})
     (store,) = [e for b in blocks for e in b.events]
     assert (store.region.lo, store.region.hi) == (0, 2 * 16384 + 4)
+
+
+@pytest.mark.parametrize("line", [
+    "a" + "::" * 40 + "!;",  # took time exponential in the number of '::' (the opcode pattern had two ways)
+    "add.s32 " + " " * 20000 + "x",  # quadratic in the spaces before operands
+])
+def test_hostile_lines_are_refused_in_linear_time(line):
+    """A bundle's PTX may be tampered with: every line pattern is linear."""
+    with pytest.raises(ParseError, match="statement not understood|without ';'|not understood"):
+        check_ptx(kernel(STORE_THEN_TMA.replace("\tret;", line + "\n\tret;")))
+
+
+def test_a_shared_declaration_is_read_without_a_backtracking_pattern():
+    from launcher.fence.ptx import _shared_symbol
+
+    assert _shared_symbol(".shared .align 16 .b8 global_smem[];") == "global_smem"
+    assert _shared_symbol(".shared .b32 x[4][2] = {1, 2}") == "x"
+    assert _shared_symbol(".shared .b8") is None and _shared_symbol(".shared .b8 " + "a" * 8000 + "!") is None

@@ -111,14 +111,35 @@ class PtxModule:
 
 _FILE = re.compile(r'^\.file\s+(\d+)\s+"([^"]*)"')
 _LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)(?:\s+(\d+))?")
-_SHARED_DECL = re.compile(r"\.shared\b.*?([A-Za-z_$][\w$]*)\s*(?:\[[^\]]*\])*\s*(?:=.*)?$")
 _LABEL = re.compile(r"([A-Za-z_$][\w$.]*):(?!:)")
 _PRED = re.compile(r"@!?%?[\w$]+\s+")
 # one whole instruction: [@pred] opcode [operands]; with nothing after the ';'
-_SIMPLE = re.compile(r"(?:@(!?%?[\w$]+)\s+)?([a-z][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z0-9_:]+)*)(?:\s+([^;\"]*?))?\s*;$")
+# The patterns run on every line of a kernel's PTX, which a bundle may have tampered with: each
+# is linear (no two ways to match the same text). An opcode's parts are words joined by "." or
+# "::"; operands start with what is not a space (their trailing spaces are stripped after).
+_SIMPLE = re.compile(r"(?:@(!?%?[\w$]+)\s+)?([a-z][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z0-9_]+)*)(?:\s+([^\s;\"][^;\"]*)?)?;$")
 _MEMORY_OPERAND = re.compile(r"([^+\-]+)(?:([+\-])(-?\w+))?")
 _NAME = re.compile(r"[A-Za-z_$][\w$.]*")
-_OPCODE = re.compile(r"[a-z][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z0-9_:]+)*$")
+_OPCODE = re.compile(r"[a-z][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z0-9_]+)*$")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$")
+
+
+def _shared_symbol(statement: str):
+    """The symbol a .shared declaration declares: the name before its array dimensions and
+    initializer (`.shared .align 16 .b8 global_smem[];` -> "global_smem"), or None."""
+    head = statement.split("=", 1)[0].rstrip().rstrip(";").rstrip()
+    while head.endswith("]"):
+        start = head.rfind("[")
+        if start < 0:
+            return None
+        head = head[:start].rstrip()
+    end = len(head)
+    while end and head[end - 1] in _NAME_CHARS:
+        end -= 1
+    name = head[end:]
+    if not name or name[0].isdigit() or (end and head[end - 1] == "."):
+        return None
+    return name
 _HEADER = re.compile(r"\.(entry|func)\b\s*(?:\([^)]*\)\s*)?([A-Za-z_$][\w$.]*)")
 _NEWLINE_DIRECTIVES = (".version", ".target", ".address_size", ".file", ".loc")
 # directives that may appear inside a function body (they end with ';')
@@ -304,9 +325,9 @@ class _Parser:
             text += " " + item[1]
         statement = text[:end].strip()
         if ".shared" in statement.split("=")[0]:
-            decl = _SHARED_DECL.search(statement.split("=")[0].strip())
-            if decl:
-                self.shared_symbols.add(decl.group(1))
+            name = _shared_symbol(statement)
+            if name:
+                self.shared_symbols.add(name)
         if text[end + 1:].strip():
             raise self.error(number, f"unexpected text after a declaration: {text[end + 1:80]!r}")
 
@@ -381,7 +402,8 @@ class _Parser:
                         function.labels[key] = len(instructions)
                     pending_labels = []
                     predicate, opcode, operands = simple.groups()
-                    instructions.append(PtxInstruction(number, line[:-1], predicate, opcode, operands or "", source,
+                    instructions.append(PtxInstruction(number, line[:-1], predicate, opcode,
+                                                       operands.rstrip() if operands else "", source,
                                                        scopes[-1], column))
                     line = ""
                     continue
@@ -442,9 +464,9 @@ class _Parser:
                 elif directive in (".calltargets", ".callprototype"):
                     pending_labels = []  # named by indirect calls, which are refused where they occur
                 elif directive == ".shared":
-                    decl = _SHARED_DECL.search(statement)
-                    if decl:
-                        self.shared_symbols.add(decl.group(1))
+                    name = _shared_symbol(statement)
+                    if name:
+                        self.shared_symbols.add(name)
                 continue
             instruction = self._instruction(statement, start, source, scope, column)
             for key in pending_labels:
