@@ -142,7 +142,11 @@ def _tensordesc(spec, arg, where, value, encoder) -> tuple:
     missing = [a for a in ("base", "shape", "strides", "padding") if not hasattr(value, a)]
     if missing:
         raise TypeError(f"{_where(spec, name)} expects {S.describe_type(arg.type)}, got {_typename(value)}")
-    shape, strides = list(value.shape), list(value.strides)
+    try:
+        shape, strides = list(value.shape), list(value.strides)
+    except TypeError:
+        raise TypeError(f"{_where(spec, name)}: the descriptor's shape and strides must be sequences of ints, got "
+                        f"{show(value.shape)} and {show(value.strides)}") from None
     if len(shape) != ndim or len(strides) != ndim:
         raise ValueError(f"{_where(spec, name)} expects a {ndim}-d tensor descriptor, "
                          f"got shape {shape} and strides {strides}")

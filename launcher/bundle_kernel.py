@@ -34,6 +34,7 @@ from launcher import allocation, codegen, driver
 from launcher import bundle_format as BF
 from launcher import spec as S
 from launcher import variants as V
+from launcher.arguments import check_header
 from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
 from launcher.specialization import _tensordesc_type, array_interface
@@ -145,6 +146,8 @@ def raw_key(v):
 
 
 def constexpr_key(v):
+    if v.__class__ is tuple or v.__class__ is list:  # hashed next: bounded first (hashing recurses in C)
+        S.check_nesting(v, "a constexpr")
     return (v.__class__, v)
 
 
@@ -293,8 +296,11 @@ def _compile(source, kind, namespace, qualname):
 
 
 def _stream_of(stream):
+    """The handle of a stream= a caller passed: an int, or an object with .cuda_stream (torch's)."""
     if stream.__class__ is int:
         return stream
+    if stream.__class__ is bool:  # an int to Python: stream=True would be handle 1, the legacy stream
+        raise TypeError(f"stream= expects a CUstream handle (an int) or a stream object, got {stream!r}")
     handle = getattr(stream, "cuda_stream", None)
     return handle if handle is not None else stream  # the launcher refuses what is not a handle
 
@@ -459,11 +465,13 @@ class BundleKernel:
                             "@triton.heuristics layers is not supported (new arguments could need another "
                             "choice); launch it as kernel[grid](...)")
         bound, options, stream = self._bind(*args, **kwargs)
+        self._precheck(bound, options, grid if isinstance(grid, (tuple, list)) else None, stream)
         device = _current_device()
         variant, values = self._prepare(bound, options, self._arch(device))
         function = self._load(variant, device)
         params = tuple(Parameter(p.name, V.decode_constant(p.default) if p.has_default else EMPTY, p.constexpr,
-                                 p.do_not_specialize, p.do_not_specialize_on_alignment) for p in self.params)
+                                 p.do_not_specialize, p.do_not_specialize_on_alignment, p.annotation)
+                       for p in self.params)
         entry = self._entry(variant, device, bound, values)
         stream_fn = entry.stream if stream is None else (lambda: _stream_of(stream))
         return PreparedLaunch(variant.spec, params, tuple(values), dict(options or {}), grid, function=function,
@@ -518,29 +526,44 @@ class BundleKernel:
     def grid3(self, grid, values):
         if callable(grid):
             grid = grid(self._meta(values))
-        try:
-            grid = tuple(grid)
-        except TypeError:
+        if not isinstance(grid, (tuple, list)):  # not any iterable: a range or a generator may not end
             raise TypeError(f"kernel {self.name!r}: the grid must be a tuple of 1 to 3 ints or a callable "
-                            f"returning one, got {type(grid).__name__}") from None
+                            f"returning one, got {type(grid).__name__}")
         if not 1 <= len(grid) <= 3:
-            raise TypeError(f"kernel {self.name!r}: the grid must have 1 to 3 dimensions, got {grid!r}")
-        return grid + (1,) * (3 - len(grid))
+            raise TypeError(f"kernel {self.name!r}: the grid must have 1 to 3 dimensions, got {len(grid)}")
+        return tuple(grid) + (1,) * (3 - len(grid))
 
     def _meta(self, values):
         return {n: (v.data if isinstance(v, V.Encoded) else v) for n, v in zip(self.names, values)}
 
+    def _precheck(self, args, options, grid=None, stream=None):
+        """Raise what is wrong with the call itself (arguments no variant of any architecture
+        takes, unknown options, a grid or stream= that is not one) before anything asks the
+        driver (the device, its architecture). A callable grid is evaluated once, later."""
+        try:
+            self._prepare(args, options, None)
+        except V.AmbiguousVariantError:
+            pass  # variants of several architectures may fit alike: this device's decides
+        if grid is not None and not callable(grid) or stream is not None:
+            g = self.grid3(grid, ()) if grid is not None and not callable(grid) else (1, 1, 1)
+            check_header(self._variants[0].spec, *g, 0 if stream is None else _stream_of(stream), 0)
+
     def _slow(self, grid, stream, args, options, key):
+        """The first call of a key (or one with options or without a key): choose, check the
+        grid and stream, load, launch; the entry is kept for the key."""
+        self._precheck(args, options or {}, grid, stream)
         device = _current_device()
         variant, values = self._prepare(args, options or {}, self._arch(device))
+        g0, g1, g2 = self.grid3(grid, values)
+        handle = None if stream is None else _stream_of(stream)
+        check_header(variant.spec, g0, g1, g2, 0 if handle is None else handle, 0)  # before the module loads
         entry = self._entry(variant, device, args, values)
         if key is not None and options is None:
             with self._lock:
                 if len(self._cache) >= _MAX_ENTRIES:
                     self._cache.clear()
                 self._cache[key] = entry
-        g0, g1, g2 = self.grid3(grid, values)
-        entry.run(g0, g1, g2, entry.stream() if stream is None else _stream_of(stream), entry.function,
+        entry.run(g0, g1, g2, entry.stream() if handle is None else handle, entry.function,
                   entry.metadata, None, None, None, *addresses(values))
 
     def _arch(self, device):

@@ -35,7 +35,7 @@ import threading
 from launcher import codegen, driver, triton_adapter as A
 from launcher import spec as S
 from launcher.cuda_launcher import CudaLauncher
-from launcher.specialization import AssumptionCheck, AssumptionError, address_and_dtype
+from launcher.specialization import AssumptionCheck, AssumptionError, address_and_dtype, compiled_int_range
 
 __all__ = ["prepare", "PreparedLaunch", "AssumptionError"]
 
@@ -98,7 +98,9 @@ def load(spec, name: str, cubin: bytes, device: int) -> tuple:
 
 def bind(kernel_name, params, args, kwargs, prepared_constexprs) -> tuple:
     """(values of every parameter in order, compile options) of a call, bound as Python binds
-    the JIT function's parameters; a missing constexpr takes its prepared value."""
+    the JIT function's parameters; a constexpr the call leaves out takes its prepared value
+    (what a layer or the prepare call chose, before the signature's default), any other
+    parameter its default."""
     if len(args) > len(params):
         raise TypeError(f"kernel {kernel_name!r} takes {len(params)} arguments "
                         f"({', '.join(p.name for p in params)}), got {len(args)}")
@@ -115,10 +117,10 @@ def bind(kernel_name, params, args, kwargs, prepared_constexprs) -> tuple:
             values[i] = value
     for i, p in enumerate(params):
         if values[i] is _MISSING:
-            if p.default is not A.EMPTY:
-                values[i] = p.default
-            elif i in prepared_constexprs:
+            if i in prepared_constexprs:
                 values[i] = prepared_constexprs[i]
+            elif p.default is not A.EMPTY:
+                values[i] = p.default
             else:
                 raise TypeError(f"kernel {kernel_name!r}: parameter {p.name!r} is missing")
     return tuple(values), options
@@ -149,7 +151,7 @@ class PreparedLaunch:
         self._dry_run = dry_run
         self._release = release
         self._convert = convert  # what the launcher takes for an argument (bundles: arrays as addresses)
-        self._check = AssumptionCheck(spec)
+        self._check = AssumptionCheck(spec, [p.annotation for p in params])
         self._check(values)  # the prepared arguments themselves must fit (they chose the kernel)
         self._launcher = CudaLauncher.from_spec(spec, global_allocator=A.global_scratch_allocator,
                                                 profile_allocator=A.profile_scratch_allocator)
@@ -164,8 +166,11 @@ class PreparedLaunch:
         self.__class__ = _prepared_class(self)
 
     def close(self) -> None:
-        """Give the module back now (otherwise when the prepared launch is collected)."""
+        """Give the module back now (otherwise when the prepared launch is collected); calling
+        it afterwards is a ValueError (its function handle may belong to an unloaded module)."""
         release, self._release = self._release, None
+        if self.__class__ is not _ClosedLaunch:
+            self.__class__ = _ClosedLaunch
         if release is not None:
             release()
 
@@ -218,7 +223,7 @@ class PreparedLaunch:
         passed = dict(kwargs)  # what the call passed, with what each layer adds, as Autotuner.run sees it
         for kind, layer, choice in self.layers:
             if kind == "heuristics":
-                now = A.heuristic_values(layer, (), named)
+                now = A.heuristic_values(layer, (), {**self.options, **named, **passed})  # as Heuristics.run
                 passed.update(now)
                 for name, value in now.items():
                     if not S.same_constant(S.encode_constant(value), S.encode_constant(choice[name])):
@@ -246,6 +251,8 @@ class PreparedLaunch:
         if grid is None and self.grid_fn is not None and values is not self.values:
             grid = self.grid_fn
         gx, gy, gz = self._grid(values, grid)
+        if stream.__class__ is bool:  # an int to Python: stream=True would be handle 1, the legacy stream
+            raise TypeError(f"kernel {self.spec.kernel!r}: stream= expects a CUstream handle (an int), got {stream!r}")
         s = self._stream() if stream is None else stream
         for kind, _, choice in self.layers:  # a config's pre_hook runs before the launch, as in Triton
             if kind == "autotune" and choice[1].pre_hook is not None:
@@ -267,6 +274,16 @@ class PreparedLaunch:
         self._launcher._launch_failed(status, buf)
 
 
+class _ClosedLaunch(PreparedLaunch):
+    """A prepared launch after close(): nothing launches."""
+
+    def _closed(self, *args, **kwargs):
+        raise ValueError(f"kernel {self.spec.kernel!r}: this prepared launch was closed (its module given back); "
+                         "prepare the kernel again")
+
+    __call__ = launch = _closed
+
+
 # ---- the generated __call__ of each prepared launch ----
 def _general_call(p, *args, **kwargs):
     return p.launch(*args, **kwargs)
@@ -276,13 +293,14 @@ def _param_checks(p) -> list | None:
     """What the generated fast path tests for each parameter, or None for no fast path."""
     if p._needs_general_path():
         return None
-    return _checks(p.spec.args, p.values, (), frozenset(p.spec.aligned), p._launcher._shape.encoders)
+    return _checks(p.spec.args, p.values, (), frozenset(p.spec.aligned), p._launcher._shape.encoders, p._check.typed)
 
 
-def _checks(args, values, prefix, aligned, encoders) -> list | None:
+def _checks(args, values, prefix, aligned, encoders, typed) -> list | None:
     """The (kind, check) of each of `args` (spec Args at `prefix`) prepared with `values`, or
     None where one has no fast test (tensor maps, arrays, addresses): then every new call goes
-    through `launch`. encoders: the launcher's, by argument path (host tensor descriptors)."""
+    through `launch`. encoders: the launcher's, by argument path (host tensor descriptors);
+    typed: the parameters typed by their annotations (AssumptionCheck.typed)."""
     checks = []
     for i, (arg, value) in enumerate(zip(args, values)):
         path = prefix + (i,)
@@ -291,7 +309,7 @@ def _checks(args, values, prefix, aligned, encoders) -> list | None:
         elif arg.kind == "tuple":  # prepared with a tuple of its length: its items, in turn
             if value.__class__ is not tuple or len(value) != len(arg.children):
                 return None
-            items = _checks(arg.children, value, path, aligned, encoders)
+            items = _checks(arg.children, value, path, aligned, encoders, typed)
             if items is None:
                 return None
             checks.append(("tuple", items))
@@ -311,7 +329,7 @@ def _checks(args, values, prefix, aligned, encoders) -> list | None:
                 return None  # __cuda_array_interface__ objects: the general path converts them
             checks.append(("pointer", (value.__class__, value.dtype, path in aligned)))
         elif arg.type in S.INT_RANGES and arg.type not in S.BOOLS:
-            lo, hi = S.INT_RANGES[arg.type]
+            lo, hi = compiled_int_range(arg.type, path[0] in typed)
             checks.append(("int", (lo, hi, path in aligned)))
         elif arg.type in S.BOOLS:
             checks.append(("bool", None))

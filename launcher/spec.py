@@ -315,10 +315,32 @@ def path_name(arg_names, path) -> str:
 
 
 # ---- constexpr values as data ----
-def encode_constant(value):
+# Tuples and lists in constexpr values and compile options nest at most this deep; a deeper one
+# (or a list that holds itself) is refused before anything hashes, compares or encodes it.
+MAX_CONSTANT_DEPTH = 32
+
+
+def check_nesting(value, where: str) -> None:
+    """TypeError where `value` nests tuples or lists deeper than MAX_CONSTANT_DEPTH; `where`
+    names it in the message ("kernel 'k': parameter 'BLOCK'")."""
+    todo = [(value, 1)]
+    while todo:
+        v, depth = todo.pop()
+        if isinstance(v, (tuple, list)):
+            if depth > MAX_CONSTANT_DEPTH:
+                raise TypeError(f"{where}: tuples and lists nested more than {MAX_CONSTANT_DEPTH} deep "
+                                "(or a list that contains itself) cannot be a constexpr or a compile option")
+            todo.extend((x, depth + 1) for x in v)
+
+
+def encode_constant(value, _depth: int = 0):
     """A constexpr value as JSON data. Plain numbers, bools, strings and None stand as they
     are; anything else is tagged, so that equal values encode equally and nothing decodes to
-    code: {"dtype": "fp16"}, {"function": "module.qualname"}, {"tuple": [...]}, {"repr": "..."}."""
+    code: {"dtype": "fp16"}, {"function": "module.qualname"}, {"tuple": [...]}, {"repr": "..."}.
+    Nesting deeper than MAX_CONSTANT_DEPTH is a TypeError."""
+    if _depth > MAX_CONSTANT_DEPTH:
+        raise TypeError(f"a constant with tuples or lists nested more than {MAX_CONSTANT_DEPTH} deep "
+                        "(or a list that contains itself)")
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -326,10 +348,10 @@ def encode_constant(value):
     if isinstance(value, float):
         return value if math.isfinite(value) else {"float": repr(value)}
     if isinstance(value, (tuple, list)):
-        return {"tuple": [encode_constant(v) for v in value]}
+        return {"tuple": [encode_constant(v, _depth + 1) for v in value]}
     inner = getattr(value, "value", None)  # tl.constexpr wraps a value
     if type(value).__name__ == "constexpr" and inner is not value:
-        return encode_constant(inner)
+        return encode_constant(inner, _depth + 1)
     if type(value).__name__ in ("dtype", "pointer_type", "block_type") and hasattr(value, "name"):
         return {"dtype": str(value)}
     fn = getattr(value, "fn", None)

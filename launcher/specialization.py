@@ -8,11 +8,13 @@ by 16 when it is, and becomes a constexpr when it equals 1; a float is fp32, a b
 constexpr; tuples are specialized element by element (fully); `do_not_specialize` parameters
 keep only their type, `do_not_specialize_on_alignment` ones drop the divisibility mark.
 
-`AssumptionCheck(spec)` holds a call's arguments against one compiled kernel: it refuses, with
-an `AssumptionError` naming the parameter, what the kernel assumed and what it got, every
-argument for which that kernel would compute something else than Triton's choice would. An
-argument that merely allows a more specialised kernel (an aligned pointer for a kernel compiled
-for any alignment, a 1 for an i32 parameter, a small int for an i64 one) is accepted.
+`AssumptionCheck(spec, annotations)` holds a call's arguments against one compiled kernel: it
+refuses, with an `AssumptionError` naming the parameter, what the kernel assumed and what it
+got, every argument for which that kernel would compute something else than Triton's choice
+would (an int where a bool was compiled, an int below 2**63 for a u64 kernel, a list for a
+tuple). An argument that merely allows a more specialised kernel (an aligned pointer for a
+kernel compiled for any alignment, a 1 for an i32 parameter, a small int for an i64 one) is
+accepted. A parameter annotated with a type takes what Triton packs as that type.
 """
 from __future__ import annotations
 
@@ -37,6 +39,17 @@ _TYPESTRS = {("f", 2): "fp16", ("f", 4): "fp32", ("f", 8): "fp64", ("i", 1): "i8
              ("i", 4): "i32", ("i", 8): "i64", ("u", 1): "u8", ("u", 2): "u16", ("u", 4): "u32",
              ("u", 8): "u64", ("b", 1): "u1"}
 
+_TYPE_NAMES = frozenset(_DTYPE_NAMES.values())
+
+
+def annotated_type(annotation: str) -> str:
+    """The type Triton's JIT takes from a parameter's annotation (its KernelParam.annotation_type,
+    e.g. "i64", "fp32", "u1", "*fp16"), or "" where the annotation names no type: the argument
+    of such a parameter is then packed as that type, whatever Triton would have made of it."""
+    a = annotation[2:] if annotation.startswith("*k") else annotation[1:] if annotation.startswith("*") else annotation
+    return annotation if a in _TYPE_NAMES else ""
+
+
 _I32 = S.INT_RANGES["i32"]
 _I64 = S.INT_RANGES["i64"]
 _U64 = S.INT_RANGES["u64"]
@@ -60,7 +73,14 @@ def address_and_dtype(value):
     dtype (torch), or with __cuda_array_interface__ (CuPy, Numba). None for other values."""
     data_ptr = getattr(value, "data_ptr", None)
     if data_ptr is not None and hasattr(value, "dtype"):
-        return data_ptr(), dtype_name(value.dtype)
+        address = data_ptr()
+        if address.__class__ is not int:
+            try:
+                address = operator.index(address)
+            except Exception:
+                raise TypeError(f"{type(value).__name__}.data_ptr() returned {type(address).__name__}, "
+                                "expected an int") from None
+        return address, dtype_name(value.dtype)
     return array_address_and_dtype(value)
 
 
@@ -74,9 +94,11 @@ def array_address_and_dtype(value):
 
 
 def _typestr_dtype(typestr: str) -> str:
-    name = _TYPESTRS.get((typestr[1:2], int(typestr[2:]))) if typestr[2:].isdigit() else None
+    size = typestr[2:]
+    name = _TYPESTRS.get((typestr[1:2], int(size))) if size.isascii() and size.isdigit() and len(size) <= 2 else None
     if name is None:
-        raise TypeError(f"no Triton type for __cuda_array_interface__ typestr {typestr!r}")
+        raise TypeError(f"no Triton type for __cuda_array_interface__ typestr {typestr[:16]!r}"
+                        f"{'...' if len(typestr) > 16 else ''}")
     return name
 
 
@@ -186,9 +208,13 @@ def triton_type(value, *, specialize: bool = True, align: bool = True):
     raise TypeError(f"failed to specialize argument of type: {type(value).__name__}")
 
 
-def _int_fits(compiled: str, value: int) -> bool:
-    lo, hi = S.INT_RANGES[compiled]
-    return lo <= value <= hi
+def compiled_int_range(ty: str, typed: bool) -> tuple:
+    """(lo, hi) of the ints a kernel compiled with integer type `ty` takes: its type's range,
+    except for an unannotated u64 (typed: annotated with a type), which Triton compiles only for
+    ints above the i64 range; a smaller int it types as the signed i32 or i64, and an unsigned
+    kernel computes something else with it (an int for an i64 kernel computes the same)."""
+    lo, hi = S.INT_RANGES[ty]
+    return (_I64[1] + 1, hi) if ty == "u64" and not typed else (lo, hi)
 
 
 def _describe(value) -> str:
@@ -200,7 +226,11 @@ def _describe(value) -> str:
 class AssumptionCheck:
     """Whether a call's arguments fit one compiled kernel (see the module docstring)."""
 
-    def __init__(self, spec):
+    def __init__(self, spec, annotations=()):
+        """annotations: each parameter's annotation as Triton normalizes it ("" for none): a
+        parameter whose annotation names a type takes what that type packs (an int for a float
+        or a bool, any int in range), as Triton's JIT does."""
+        self.typed = frozenset(i for i, a in enumerate(annotations) if annotated_type(a))
         if spec.aligned is None or spec.constants is None:
             raise AssumptionError(f"kernel {spec.kernel!r}: what the compiler assumed about its arguments "
                                   "is not known (an IR source), so new arguments cannot be checked")
@@ -222,13 +252,14 @@ class AssumptionCheck:
 
     def _check(self, arg, path, value):
         kind, ty = arg.kind, arg.type
-        if kind == "tuple":
-            if not isinstance(value, (tuple, list)) or len(value) != len(arg.children):
+        if kind == "tuple":  # a tuple (Triton refuses lists), of the kernel's length
+            if not isinstance(value, tuple) or len(value) != len(arg.children):
                 self._fail(path, f"a tuple of {len(arg.children)}", _describe(value))
             for j, (child, item) in enumerate(zip(arg.children, value)):
                 self._check(child, path + (j,), item)
             return
         if kind == "constexpr":
+            S.check_nesting(value, f"kernel {self.spec.kernel!r}: parameter {self.spec.arg_name(path)!r}")
             recorded = self.constants.get(path)
             if path not in self.constants:
                 return  # not recorded: the compiler did not see it as a value (nothing to hold)
@@ -262,18 +293,25 @@ class AssumptionCheck:
             self._fail(path, "a pointer divisible by 16", f"{address:#x}")
 
     def _scalar(self, path, ty, value):
+        typed = path[0] in self.typed  # by its annotation: Triton packs the value as that type
         if ty in S.BOOLS:
-            if value.__class__ is not bool and not (value.__class__ is int and value in (0, 1)):
-                self._fail(path, f"a bool ({ty})", _describe(value))
+            if value.__class__ is not bool and not (typed and value.__class__ is int and value in (0, 1)):
+                self._fail(path, f"a bool ({ty}; Triton types an int as an integer)" if not typed else
+                           f"a bool or 0/1 ({ty})", _describe(value))
             return
         if ty in S.INT_RANGES:
             if value.__class__ is bool or not isinstance(value, int):
                 self._fail(path, f"an integer ({ty})", _describe(value))
-            if not _int_fits(ty, int(value)):
-                self._fail(path, f"an integer in the {ty} range", _describe(value))
+            lo, hi = compiled_int_range(ty, typed)
+            if not lo <= int(value) <= hi:
+                self._fail(path, f"an integer in the {ty} range" if lo == S.INT_RANGES[ty][0] else
+                           "an integer above the i64 range (u64; Triton types smaller ones as the signed i32 "
+                           "or i64)", _describe(value))
             if path in self.aligned and int(value) % 16:
                 self._fail(path, "an integer divisible by 16", _describe(value))
             return
         if ty in S.FLOATS:
+            if typed and isinstance(value, (int, float)) and not isinstance(value, bool):
+                return  # an int for a parameter annotated as a float: Triton converts it
             if not isinstance(value, float):
                 self._fail(path, f"a float ({ty}; Triton types an int as an integer)", _describe(value))

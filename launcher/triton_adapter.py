@@ -286,6 +286,7 @@ class Parameter:
     is_constexpr: bool
     do_not_specialize: bool
     do_not_specialize_on_alignment: bool
+    annotation: str = ""  # as Triton normalizes it ("i64", "*fp16", "constexpr"; "" for none)
 
 
 EMPTY = object()
@@ -297,7 +298,7 @@ def jit_parameters(jit_fn) -> tuple:
     for p in jit_fn.params:
         default = p.default if p.has_default else EMPTY
         out.append(Parameter(p.name, default, bool(p.is_constexpr), bool(p.do_not_specialize),
-                             bool(p.do_not_specialize_on_alignment)))
+                             bool(p.do_not_specialize_on_alignment), str(p.annotation or "")))
     return tuple(out)
 
 
@@ -842,7 +843,9 @@ class _CaptureHooks:
 
         def run_layer(self, args, kwargs, body):
             stack = hooks._stack()
-            frame = {"obj": self, "args": args, "kwargs": dict(kwargs), "runs": []}
+            # what the user passed: not the run's own grid= and warmup= (kernel[grid] adds them)
+            frame = {"obj": self, "args": args, "runs": [],
+                     "kwargs": {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}}
             stack.append(frame)
             try:
                 result = body()

@@ -38,6 +38,10 @@ class NoVariantError(AssumptionError):
     """No compiled variant of a bundled kernel may run this call; the message says why."""
 
 
+class AmbiguousVariantError(NoVariantError):
+    """Several variants fit a call and none is more specialised than the others."""
+
+
 class _Missing:
     """A parameter the caller did not pass, whose value a layer or the variant supplies."""
 
@@ -187,12 +191,10 @@ def _int_atoms(path, cls):
 
 class _CallCheck(AssumptionCheck):
     """AssumptionCheck with the call's shape: constexprs not passed match any value (a layer
-    supplies them), dtype constexprs match by Triton name, and parameters annotated as floats
-    take ints as Triton does."""
+    supplies them) and dtype constexprs match by Triton name."""
 
-    def __init__(self, spec, float_params):
-        super().__init__(spec)
-        self.float_params = float_params
+    def __init__(self, spec, annotations):
+        super().__init__(spec, annotations)
         self.failed_at = None
 
     def _fail(self, path, assumed, got):
@@ -205,12 +207,10 @@ class _CallCheck(AssumptionCheck):
                 return
             self._fail(path, S.describe_type(arg.type), "nothing (the argument was not passed)")
         if arg.kind == "constexpr":
+            S.check_nesting(value, f"kernel {self.spec.kernel!r}: parameter {self.spec.arg_name(path)!r}")
             if path in self.constants and not constexpr_matches(value, self.constants[path]):
                 self._fail(path, f"the constexpr {self.constants[path]!r}", _show(value))
             return
-        if arg.kind == "scalar" and path[:1] in self.float_params and arg.type in S.FLOATS:
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return
         super()._check(arg, path, value)
 
 
@@ -230,8 +230,7 @@ class Variant:
         self.arch = entry.spec.arch
         self.options = entry.options
         self.defaults = entry.default_options
-        floats = {(i,) for i, p in enumerate(params) if p.annotation in S.FLOATS}
-        self.check = _CallCheck(entry.spec, floats)
+        self.check = _CallCheck(entry.spec, [p.annotation for p in params])
         self.atoms = frozenset(self._atoms())
 
     def _atoms(self):
@@ -384,7 +383,8 @@ class Chooser:
 
     # -- the variants --
     def check_options(self, options):
-        for k in options:
+        for k, v in options.items():
+            S.check_nesting(v, f"kernel {self.name!r}: {k!r}")
             if k not in self.option_names:
                 raise TypeError(f"kernel {self.name!r} got an unexpected keyword argument {k!r}: it is neither a "
                                 f"parameter ({', '.join(self.names)}) nor a compile option")
@@ -435,7 +435,7 @@ class Chooser:
             if vid in (v.id for v in fit):
                 return self.by_id[vid]
         listing = "\n".join(f"  {v.describe()}" for v in fit)
-        raise NoVariantError(f"kernel {self.name!r}: several variants fit this call and none is more specialised "
+        raise AmbiguousVariantError(f"kernel {self.name!r}: several variants fit this call and none is more specialised "
                              f"than the others (pass the constexprs or compile options that tell them apart):\n"
                              f"{listing}")
 

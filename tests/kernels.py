@@ -126,3 +126,11 @@ def default_key_kernel(x, n, BLOCK: tl.constexpr, MODE: tl.constexpr = 0):
 
 def keyword_only(x, *, BLOCK: tl.constexpr):  # made a JITFunction where a test needs it (3.9 compiles it)
     tl.store(x + tl.arange(0, BLOCK), 1.0)
+
+
+@triton.jit
+def flag_kernel(x, flag, typed_flag: tl.int1, scale: tl.float32):
+    if flag:
+        tl.store(x, scale)
+    if typed_flag:
+        tl.store(x + 1, scale)

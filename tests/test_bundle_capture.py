@@ -77,6 +77,15 @@ def test_heuristics_results_are_recorded_with_the_arguments_they_read(captured):
     assert all(set(i) == {"n"} for i, _ in layer.records)  # the heuristics read n (and BLOCK, their own)
 
 
+def test_calls_through_layers_record_what_the_caller_passed_not_the_runs_own_keywords(captured):
+    """kernel[grid] hands the autotuner and heuristics grid= and warmup=: they are not options of
+    the call (a recorded call with them would match no later call)."""
+    _, data, _ = captured
+    for name in ("bundle_kernels.tuned_add", "bundle_kernels.heuristic_add"):
+        calls = data.kernels[name].calls
+        assert calls and all(not ({"grid", "warmup"} & set(c.options)) for c in calls), (name, calls)
+
+
 def test_tensor_descriptor_kernels_are_captured(captured):
     arch, data, _ = captured
     tma = data.kernels["kernels.tma_copy_kernel"]

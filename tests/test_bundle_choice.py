@@ -98,7 +98,8 @@ def _implied(variant_spec, triton_spec, values):
                 return False
             continue
         if vt in _RANK:
-            if tt not in _RANK or _RANK[tt] > _RANK[vt] or (vt == "u64" and value < 0):
+            # a smaller int fits an i64 variant (signed, it computes the same); a u64 one is unsigned
+            if tt not in _RANK or _RANK[tt] > _RANK[vt] or (vt == "u64" and tt != "u64"):
                 return False
         elif vt != tt:
             return False
@@ -319,6 +320,53 @@ def test_int_ranges_need_their_variants(scale):
     assert dict(kernel.choose(arch=90)(_t(A), _t(A), 1, 1, 2.0).spec.constants)[(2,)] == 1
 
 
+def test_a_u64_variant_never_takes_an_int_triton_types_as_signed(scale):
+    kernel, _ = scale
+    assert kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0).spec.args[2].type == "i32"
+    with pytest.raises(NoVariantError, match=r"above the i64 range \(u64; "):
+        kernel.choose(arch=90)(_t(A), _t(A), 4096 + 2**33, 3, 2.0, BLOCK=256)  # i64 variants: aligned n only
+
+
+def _deep(depth):
+    t = ()
+    for _ in range(depth):
+        t = (t,)
+    return t
+
+
+def test_calls_no_variant_takes_fail_with_their_own_error_before_any_driver_call(scale):
+    """What is wrong with a call itself (arguments, options, grid, stream=) is said before the
+    device is asked anything (on CI, where there is no driver, before CudaDriverNotFound); deep
+    or self-containing constexprs and options are refused before anything hashes them."""
+    kernel, _ = scale
+    x = _t(A)
+    selfref = []
+    selfref.append(selfref)
+
+    class Lying(FakeTensor):
+        def data_ptr(self):
+            return "%d"
+
+    cases = [
+        (lambda: kernel[(1,)](x, x, 4096, 3, 2.0, BLOCK=_deep(100_000)), TypeError,
+         "parameter 'BLOCK': tuples and lists nested more than 32 deep"),
+        (lambda: kernel[(1,)](x, x, 4096, 3, 2.0, BLOCK=selfref), TypeError, "parameter 'BLOCK': tuples and lists"),
+        (lambda: kernel[(1,)](x, x, 4096, 3, 2.0, num_warps=selfref), TypeError, "'num_warps': tuples and lists"),
+        (lambda: kernel[(1,)](x, x, "4096", 3, 2.0), NoVariantError, "parameter 'n' rules out 9"),
+        (lambda: kernel[(1,)](x, x, 4096, 3, 2.0, foo=1), TypeError, "unexpected keyword argument 'foo'"),
+        (lambda: kernel[range(10**12)](x, x, 4096, 3, 2.0), TypeError, "the grid must be a tuple of 1 to 3 ints"),
+        (lambda: kernel[[1] * 10**6](x, x, 4096, 3, 2.0), TypeError, "the grid must have 1 to 3 dimensions, got 1000000"),
+        (lambda: kernel[(2**31, 1)](x, x, 4096, 3, 2.0), OverflowError, "parameter 'gridX'"),
+        (lambda: kernel[(1,)](x, x, 4096, 3, 2.0, stream="s"), TypeError, "parameter 'stream'"),
+        (lambda: kernel[(1,)](x, x, 4096, 3, 2.0, stream=True), TypeError, "stream= expects a CUstream handle"),
+        (lambda: kernel[(1,)](Lying(A, tl.float32), x, 4096, 3, 2.0), NoVariantError,
+         r"parameter 'x_ptr'.*data_ptr\(\) returned str, expected an int"),
+    ]
+    for call, error, text in cases:
+        with pytest.raises(error, match=text):
+            call()
+
+
 def test_dtypes_and_constexprs_must_match(scale):
     kernel, _ = scale
     assert kernel.choose(arch=90)(_t(A, tl.float16), _t(A), 4096, 3, 2.0).spec.args[0].type == "*fp16"
@@ -326,7 +374,7 @@ def test_dtypes_and_constexprs_must_match(scale):
                                              r"got a bf16 tensor") as info:
         kernel.choose(arch=90)(_t(A, tl.bfloat16), _t(A), 4096, 3, 2.0)
     assert str(info.value).count("\n  ") == len(SEEDS)  # every variant is listed
-    with pytest.raises(NoVariantError, match="(?s)no variant fits these arguments \\(parameter 'BLOCK' rules out 5, "
+    with pytest.raises(NoVariantError, match="(?s)no variant fits these arguments \\(parameter 'BLOCK' rules out 4, "
                                              ".*compiled for the constexpr 256, got 64"):
         kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, BLOCK=64)
     with pytest.raises(NoVariantError, match="(?s)parameter 'scale'.*compiled for a float"):

@@ -102,7 +102,8 @@ def breaks(ck, fn, values) -> bool:
             value = values[i]
             if type(value) is not int:
                 return True
-            lo, hi = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1), "u64": (0, 2**64 - 1)}[old]
+            # a smaller int for an i64 kernel computes the same; for a u64 one (unsigned) it does not
+            lo, hi = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1), "u64": (2**63, 2**64 - 1)}[old]
             if not lo <= value <= hi or ((i,) in aligned and value % 16):
                 return True
             continue
@@ -279,7 +280,8 @@ def test_a_prepared_tuple_kernel_has_a_fast_path():
     x = FakeTensor(A0 + 0x40, tl.float32)
     p(x, (x, 32, 3), ((x, 20), (1, 2.5)), 2, 0.5)
     assert not fell_back
-    p(x, [x, 32, 3], ((x, 20), (1, 2.5)), 2, 0.5)  # a list: the general path takes it
+    with pytest.raises(AssumptionError, match="parameter 't': the kernel was compiled for a tuple of 3, got \\["):
+        p(x, [x, 32, 3], ((x, 20), (1, 2.5)), 2, 0.5)  # a list: the general path refuses it, as Triton does
     assert len(fell_back) == 1
 
 
@@ -430,3 +432,64 @@ def test_an_autotune_key_is_the_calls_own_not_its_defaults():
 def test_prepare_refuses_keyword_only_parameters_with_a_clear_error():
     with pytest.raises(TypeError, match="keyword-only, positional-only or variadic parameters"):
         launcher.prepare(triton.jit(K.keyword_only), (1,), 0, BLOCK=16)
+
+
+def test_a_bool_parameter_takes_bools_and_an_annotated_one_0_or_1_too():
+    """Triton types an int 0 as i32 and makes 1 a constexpr: neither fits a kernel compiled for a
+    bool, unless the parameter's annotation (tl.int1) types it; an int for a parameter annotated
+    as a float is converted, as Triton does."""
+    x = FakeTensor(A0, tl.float32)
+    p, _ = prepared(K.flag_kernel, (x, True, True, 2.0))
+    assert p(x, False, 0, 3) == p.launch(x, False, 0, 3)  # annotated: 0 for typed_flag, an int for scale
+    for bad in (0, 1):
+        with pytest.raises(AssumptionError, match=r"parameter 'flag': the kernel was compiled for a bool \(u1; "):
+            p(x, bad, True, 2.0)
+        with pytest.raises(AssumptionError, match="parameter 'flag'"):
+            p.launch(x, bad, True, 2.0)
+
+
+def test_a_u64_parameter_refuses_ints_triton_types_as_signed():
+    x = FakeTensor(A0, tl.float32)
+    p, _ = prepared(K.add_kernel, (x, x, x, 2**63 + 16, 256))
+    assert p(x, x, x, 2**64 - 16)
+    for call in (p, p.launch):
+        with pytest.raises(AssumptionError, match=r"parameter 'n': .*above the i64 range \(u64; .*got 4096"):
+            call(x, x, x, 4096)
+
+
+def test_constexprs_a_call_leaves_out_keep_their_prepared_values_not_the_defaults():
+    x = FakeTensor(A0, tl.float32)
+    p, _ = prepared(K.default_key_kernel, (x, 16, 256, 1))  # MODE=1 where its default is 0
+    assert p(x, 32) == p.launch(x, 32) == p(x, 32, 256, 1)
+    with pytest.raises(AssumptionError, match="parameter 'MODE'"):
+        p.launch(x, 32, MODE=0)
+
+
+def test_heuristics_see_the_prepared_options_and_a_layer_set_constexpr_with_a_default():
+    import triton
+
+    h = triton.heuristics(values={"MODE": lambda a: a["num_warps"] // 2})(K.default_key_kernel)
+    x = FakeTensor(A0, tl.float32)
+    ck = compile_for_call(K.default_key_kernel, (x, 16, 256, 2))
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    p = PreparedLaunch(spec, A.jit_parameters(K.default_key_kernel), (x, 16, 256, 2), {"num_warps": 4}, (4,),
+                       function=0, stream=lambda: 0, compiled=ck, dry_run=True,
+                       layers=(("heuristics", h, {"MODE": 2}),))
+    assert p(x, 32, 256) == p.launch(x, 32, 256) == p.launch(x, 32, 256, num_warps=4)
+
+
+def test_a_closed_prepared_launch_launches_nothing():
+    x = FakeTensor(A0, tl.float32)
+    released = []
+    ck = compile_for_call(K.add_kernel, (x, x, x, 1024, 256))
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    p = PreparedLaunch(spec, A.jit_parameters(K.add_kernel), (x, x, x, 1024, 256), {}, (4,), function=0,
+                       stream=lambda: 0, compiled=ck, dry_run=True, release=lambda: released.append(1))
+    p.close()
+    p.close()
+    assert released == [1]
+    for call in (p, p.launch):
+        with pytest.raises(ValueError, match="this prepared launch was closed"):
+            call()
+    with pytest.raises(TypeError, match="stream= expects a CUstream handle"):
+        prepared(K.add_kernel, (x, x, x, 1024, 256))[0].launch(stream=True)
