@@ -202,6 +202,13 @@ def _walk(spec, arg, path, value, encoders, out):
             raise TypeError(f"{_where(spec, path)} (nvTmaDesc) {e}") from None
 
 
+def refuse_bool_stream(stream, where: str = "") -> None:
+    """A stream= a caller passes may not be a bool (an int to Python: stream=True would be
+    handle 1, the legacy stream). where: what names the call in the message ("kernel 'k': ")."""
+    if stream.__class__ is bool:
+        raise TypeError(f"{where}stream= expects a CUstream handle (an int) or a stream object, got {stream!r}")
+
+
 def check_header(spec, grid_x, grid_y, grid_z, stream, function) -> tuple:
     """(function, stream, grid_x, grid_y, grid_z), each checked (the common case: ints in range)."""
     lo, hi = _I32

@@ -34,7 +34,7 @@ from launcher import allocation, codegen, driver
 from launcher import bundle_format as BF
 from launcher import spec as S
 from launcher import variants as V
-from launcher.arguments import check_header
+from launcher.arguments import check_header, refuse_bool_stream
 from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
 from launcher.specialization import _tensordesc_type, array_interface
@@ -299,8 +299,7 @@ def _stream_of(stream):
     """The handle of a stream= a caller passed: an int, or an object with .cuda_stream (torch's)."""
     if stream.__class__ is int:
         return stream
-    if stream.__class__ is bool:  # an int to Python: stream=True would be handle 1, the legacy stream
-        raise TypeError(f"stream= expects a CUstream handle (an int) or a stream object, got {stream!r}")
+    refuse_bool_stream(stream)
     handle = getattr(stream, "cuda_stream", None)
     return handle if handle is not None else stream  # the launcher refuses what is not a handle
 
@@ -371,6 +370,8 @@ class BundleKernel:
         self._functions = {}  # (variant id, device) -> CUfunction
         self._modules = []  # modules this kernel holds in launcher.module_cache()
         self._archs = {}  # device -> compute capability
+        archs = {v.spec.arch for v in variants}
+        self._only_arch = archs.pop() if len(archs) == 1 else None  # where every variant is for one architecture
         self._finalizer = weakref.finalize(self, _release, self._modules)
         self._finalizer.atexit = False
         self._layer_names = set()  # parameters a layer may supply
@@ -465,9 +466,8 @@ class BundleKernel:
                             "@triton.heuristics layers is not supported (new arguments could need another "
                             "choice); launch it as kernel[grid](...)")
         bound, options, stream = self._bind(*args, **kwargs)
-        self._precheck(bound, options, grid if isinstance(grid, (tuple, list)) else None, stream)
-        device = _current_device()
-        variant, values = self._prepare(bound, options, self._arch(device))
+        self._header(grid, stream)
+        device, variant, values = self._choose(bound, options)
         function = self._load(variant, device)
         params = tuple(Parameter(p.name, V.decode_constant(p.default) if p.has_default else EMPTY, p.constexpr,
                                  p.do_not_specialize, p.do_not_specialize_on_alignment, p.annotation)
@@ -536,34 +536,44 @@ class BundleKernel:
     def _meta(self, values):
         return {n: (v.data if isinstance(v, V.Encoded) else v) for n, v in zip(self.names, values)}
 
-    def _precheck(self, args, options, grid=None, stream=None):
-        """Raise what is wrong with the call itself (arguments no variant of any architecture
-        takes, unknown options, a grid or stream= that is not one) before anything asks the
-        driver (the device, its architecture). A callable grid is evaluated once, later."""
+    def _header(self, grid, stream) -> tuple:
+        """(the grid as three ints, None for a callable one; the stream handle, None for none),
+        checked as the launcher checks them, before the driver is asked anything."""
+        handle = None if stream is None else _stream_of(stream)
+        g = None if callable(grid) else self.grid3(grid, ())
+        check_header(self._variants[0].spec, *(g or (1, 1, 1)), 0 if handle is None else handle, 0)
+        return g, handle
+
+    def _choose(self, args, options) -> tuple:
+        """(device, Variant, the completed arguments) of a call on the current device. The call's
+        own errors (arguments no variant of any architecture takes, unknown options) come before
+        the driver is asked for the device: the choice among all variants is made first, and it
+        is the device's choice where every variant is for the device's architecture."""
         try:
-            self._prepare(args, options, None)
-        except V.AmbiguousVariantError:
-            pass  # variants of several architectures may fit alike: this device's decides
-        if grid is not None and not callable(grid) or stream is not None:
-            g = self.grid3(grid, ()) if grid is not None and not callable(grid) else (1, 1, 1)
-            check_header(self._variants[0].spec, *g, 0 if stream is None else _stream_of(stream), 0)
+            found = self._prepare(args, options, None)
+        except V.AmbiguousVariantError:  # variants of several architectures may fit alike: the device's decides
+            found = None
+        device = _current_device()
+        arch = self._arch(device)
+        if found is None or arch != self._only_arch:
+            found = self._prepare(args, options, arch)
+        return (device, *found)
 
     def _slow(self, grid, stream, args, options, key):
         """The first call of a key (or one with options or without a key): choose, check the
         grid and stream, load, launch; the entry is kept for the key."""
-        self._precheck(args, options or {}, grid, stream)
-        device = _current_device()
-        variant, values = self._prepare(args, options or {}, self._arch(device))
-        g0, g1, g2 = self.grid3(grid, values)
-        handle = None if stream is None else _stream_of(stream)
-        check_header(variant.spec, g0, g1, g2, 0 if handle is None else handle, 0)  # before the module loads
+        g, handle = self._header(grid, stream)
+        device, variant, values = self._choose(args, options or {})
+        if g is None:  # a callable grid, of the chosen variant's meta-parameters
+            g = self.grid3(grid, values)
+            check_header(variant.spec, *g, 0 if handle is None else handle, 0)  # before the module loads
         entry = self._entry(variant, device, args, values)
         if key is not None and options is None:
             with self._lock:
                 if len(self._cache) >= _MAX_ENTRIES:
                     self._cache.clear()
                 self._cache[key] = entry
-        entry.run(g0, g1, g2, entry.stream() if handle is None else handle, entry.function,
+        entry.run(*g, entry.stream() if handle is None else handle, entry.function,
                   entry.metadata, None, None, None, *addresses(values))
 
     def _arch(self, device):

@@ -34,6 +34,7 @@ import threading
 
 from launcher import codegen, driver, triton_adapter as A
 from launcher import spec as S
+from launcher.arguments import refuse_bool_stream
 from launcher.cuda_launcher import CudaLauncher
 from launcher.specialization import AssumptionCheck, AssumptionError, address_and_dtype, compiled_int_range
 
@@ -251,8 +252,7 @@ class PreparedLaunch:
         if grid is None and self.grid_fn is not None and values is not self.values:
             grid = self.grid_fn
         gx, gy, gz = self._grid(values, grid)
-        if stream.__class__ is bool:  # an int to Python: stream=True would be handle 1, the legacy stream
-            raise TypeError(f"kernel {self.spec.kernel!r}: stream= expects a CUstream handle (an int), got {stream!r}")
+        refuse_bool_stream(stream, f"kernel {self.spec.kernel!r}: ")
         s = self._stream() if stream is None else stream
         for kind, _, choice in self.layers:  # a config's pre_hook runs before the launch, as in Triton
             if kind == "autotune" and choice[1].pre_hook is not None:

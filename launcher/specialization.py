@@ -246,6 +246,11 @@ class AssumptionCheck:
         for i, (arg, value) in enumerate(zip(spec.args, args)):
             self._check(arg, (i,), value)
 
+    @staticmethod
+    def _constexpr_matches(value, recorded) -> bool:
+        """Whether a constexpr value is the recorded one (launcher.spec.encode_constant's data)."""
+        return S.same_constant(S.encode_constant(value), recorded)
+
     def _fail(self, path, assumed, got):
         raise AssumptionError(f"kernel {self.spec.kernel!r}: parameter {self.spec.arg_name(path)!r}: the kernel "
                               f"was compiled for {assumed}, got {got}")
@@ -263,7 +268,7 @@ class AssumptionCheck:
             recorded = self.constants.get(path)
             if path not in self.constants:
                 return  # not recorded: the compiler did not see it as a value (nothing to hold)
-            if not S.same_constant(S.encode_constant(value), recorded):
+            if not self._constexpr_matches(value, recorded):
                 self._fail(path, f"the constexpr {recorded!r}", _describe(value))
             return
         if kind == "pointer":

@@ -398,6 +398,31 @@ def test_another_architecture_is_never_chosen(scale):
         kernel.choose(arch=100)(_t(A), _t(A), 4096, 3, 2.0)
 
 
+def test_a_launch_chooses_for_the_devices_architecture(scale, tmp_path, monkeypatch):
+    """BundleKernel._choose (what a launch and prepare() call): the choice among all variants,
+    made before the device is asked, is the device's where every variant is for its
+    architecture; otherwise the device's architecture chooses again."""
+    kernel, _ = scale
+    monkeypatch.setattr(BK, "_current_device", lambda: 0)
+    call = kernel._bind(_t(A), _t(A), 4096, 16, 2.0)[:2]
+    kernel._archs[0] = 90
+    assert kernel._choose(*call)[1].id == kernel.choose(arch=90)(_t(A), _t(A), 4096, 16, 2.0).id
+    kernel._archs[0] = 100
+    with pytest.raises(NoVariantError, match="variants for sm_90 only; this device is sm_100"):
+        kernel._choose(*call)
+    kernel._archs.clear()
+    path = tmp_path / "two.bundle"
+    with cpu_triton(90, B.scale_kernel):
+        ck90 = B.scale_kernel.warmup(_t(A), _t(A), 4096, 16, 2.0, grid=(1,))
+    with cpu_triton(100, B.scale_kernel):
+        ck100 = B.scale_kernel.warmup(_t(A), _t(A), 4096, 16, 2.0, grid=(1,))
+        launcher.export(path, ck90, ck100)
+    two = launcher.load_bundle(path).scale_kernel
+    for arch in (90, 100):
+        two._archs[0] = arch
+        assert two._choose(*two._bind(_t(A), _t(A), 4096, 16, 2.0)[:2])[1].arch == arch
+
+
 def test_ambiguous_calls_take_the_recorded_variant_or_are_refused(tmp_path, scale):
     kernel, data = scale
     call = (A, _t(A), 4096, 3, 2.0)  # an int address: fp32 and fp16 variants both fit, neither includes the other
