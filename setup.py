@@ -1,6 +1,7 @@
 # Only what pyproject.toml cannot say lives here:
-# - the cffi extension (`cffi_modules` is a setup() keyword), built for the limited API so that one
-#   `cp310-abi3` wheel serves every supported Python;
+# - the cffi extension (`cffi_modules` is a setup() keyword) and the small CPython extension of the
+#   prepared launch's call (cdefs/call.c: a C type's tp_call, which cffi cannot make), both built
+#   for the limited API so that one `cp310-abi3` wheel serves every supported Python;
 # - a build_ext that checks for a working C compiler and the Python headers first, and stops with
 #   a message that says what is missing instead of a raw compiler command line;
 # - launcher-autoinstall.pth (the `LAUNCHER_INSTALL=1` hook) at the top of site-packages, in wheels
@@ -43,7 +44,7 @@ if _version(setuptools.__version__) < MIN_SETUPTOOLS:
         "pip's default (isolated) build fetches a recent one by itself. With --no-build-isolation, "
         "install a newer setuptools first, or put one earlier on PYTHONPATH.")
 
-from setuptools import setup  # noqa: E402
+from setuptools import Extension, setup  # noqa: E402
 from setuptools.command.build_ext import build_ext  # noqa: E402
 from setuptools.command.build_py import build_py  # noqa: E402
 from setuptools.errors import PlatformError  # noqa: E402
@@ -92,7 +93,7 @@ class CheckedBuildExt(build_ext):
                                           + list(self.include_dirs or [])))
         problem = toolchain_problem(argv, include_dirs)
         if problem:
-            raise PlatformError("cannot build launcher's native library (launcher._native): " + problem)
+            raise PlatformError("cannot build launcher's native libraries (launcher._native, launcher._call): " + problem)
         super().build_extensions()
 
 
@@ -136,6 +137,9 @@ if editable_wheel is not None and hasattr(editable_wheel, "_run_build_commands")
 if __name__ == "__main__":  # setuptools' build backend runs this file as __main__; tests import it
     setup(
         cffi_modules=["cdefs/build.py:ffi"],
+        ext_modules=[Extension("launcher._call", ["cdefs/call.c"], py_limited_api=True,
+                               define_macros=[("Py_LIMITED_API", "0x030A0000")],
+                               extra_compile_args=["-O2", "-std=c11", "-Wall"])],
         cmdclass=cmdclass,
         options={"bdist_wheel": {"py_limited_api": "cp310"}},
     )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The native library under AddressSanitizer: build cdefs/launcher.c with -fsanitize=address into a
-# copy of the package, then run the tests that hand it malformed plans and buffers (and the
-# packing and error tests, which go through its dry run) against that build.
+# The native libraries under AddressSanitizer: build cdefs/launcher.c (and cdefs/call.c, the
+# prepared launch's call) with -fsanitize=address into a copy of the package, then run the tests
+# that hand them malformed plans, buffers and configurations (and the packing, error and prepared
+# launch tests, which go through their dry runs) against that build.
 #   bash .ci/asan.sh [python]      (the python must have the package's dependencies installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,7 @@ PY=${1:-python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp -r launcher "$work/"
-rm -f "$work"/launcher/_native*.so
+rm -f "$work"/launcher/_native*.so "$work"/launcher/_call*.so
 "$PY" - "$work" <<'PYEOF'
 import pathlib, sys
 from cffi import FFI
@@ -25,11 +26,15 @@ ffi.set_source(
     extra_link_args=["-fsanitize=address,undefined"])
 print("built", ffi.compile(tmpdir=sys.argv[1]))
 PYEOF
+include=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+gcc -shared -fPIC -O1 -g -std=c11 -Wall -fsanitize=address,undefined -fno-omit-frame-pointer \
+  -fno-sanitize-recover=undefined -I"$include" cdefs/call.c -o "$work/launcher/_call.abi3.so"
+echo "built $work/launcher/_call.abi3.so"
 asan=$(gcc -print-file-name=libasan.so)
 ubsan=$(gcc -print-file-name=libubsan.so)
 echo "running against the AddressSanitizer build ($asan)"
 env LD_PRELOAD="$asan:$ubsan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 PYTHONPATH="$work" \
   "$PY" -P -m pytest -q -p no:cacheprovider --capture=sys tests/test_native.py tests/test_packing.py tests/test_errors.py \
-  tests/test_fuzz_launch_args.py -x "${@:2}"
+  tests/test_fuzz_launch_args.py tests/test_prepared.py tests/test_prepared_c.py -x "${@:2}"
 env LD_PRELOAD="$asan:$ubsan" ASAN_OPTIONS=detect_leaks=0 PYTHONPATH="$work" \
-  "$PY" -P -c "import launcher._native as n; print('the tests ran against', n.__file__)"
+  "$PY" -P -c "import launcher._native as n, launcher._call as c; print('the tests ran against', n.__file__, c.__file__)"

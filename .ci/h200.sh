@@ -11,7 +11,8 @@
 #   tests [EXPR]   every test (GPU ones included) or those matching the -k expression
 #   gpu            the GPU-marked tests only
 #   triton-tests   Triton's own runtime tests in .device/triton_tests (fetched separately, never
-#                  committed), stock and then with launcher installed and its fast dispatch on;
+#                  committed), stock and then with launcher installed and its fast dispatch on
+#                  (the pytest plugin .ci/conftest_launcher.py installs it and reports its counts);
 #                  TT_DESELECT=NAME leaves one out (3.9's test_async_compile_mock
 #                  hangs there, stock too), TT_TIMEOUT bounds each mode (100 s)
 #   bench NAME     python -m launcher bench into $OUT/NAME (compared with an earlier NAME given
@@ -60,7 +61,7 @@ while [ $# -gt 0 ]; do
     triton-tests)
       for mode in stock launcher; do
         if [ "$mode" = stock ]; then envs="LAUNCHER_TRITON_TESTS_STOCK=1"; else envs="LAUNCHER_FAST_DISPATCH=1"; fi
-        (cd .device/triton_tests && env $envs TRITON_CACHE_DIR=/tmp/tt-cache-$mode timeout ${TT_TIMEOUT:-100} python3 -m pytest -v -p no:cacheprovider \
+        (export PYTHONPATH=$PWD/.ci:$PYTHONPATH; cd .device/triton_tests && env $envs TRITON_CACHE_DIR=/tmp/tt-cache-$mode timeout ${TT_TIMEOUT:-100} python3 -m pytest -v -p no:cacheprovider \
           -p conftest_launcher -rf ${TT_DESELECT:+-k "not $TT_DESELECT"} test_launch.py test_cache.py test_specialize.py \
           > "$OUT/$tag-triton-$mode.log" 2>&1)
         echo "-- Triton's runtime tests, $mode (exit $?): $(grep -E '^=+ .*(passed|failed)' "$OUT/$tag-triton-$mode.log" | tail -1)"

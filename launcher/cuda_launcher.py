@@ -374,11 +374,13 @@ class _Shape:
             bounds.append((pos, pos + p.size))
             pos += p.size
 
-        def split(out):  # a dry run's bytes, parameter by parameter
-            raw = ffi.buffer(out, out_size)[:]
+        def split_bytes(raw):  # a dry run's bytes, parameter by parameter
             return [raw[a:b] for a, b in bounds]
 
-        self.new_out, self.split = new_out, split
+        def split(out):
+            return split_bytes(ffi.buffer(out, out_size)[:])
+
+        self.new_out, self.split, self.split_bytes = new_out, split, split_bytes
         self.encoders = encoders = {}  # argument path -> encoder of that tensor descriptor
 
         def visit(args, prefix):

@@ -220,6 +220,18 @@ def launch_entries() -> tuple:
     return lib.launcher_launch, lib.launcher_dry_run
 
 
+def address(cdata) -> int:
+    """The address a native pointer (a plan, a bound launch) holds, as an int."""
+    ffi = native()[0]
+    return int(ffi.cast("uintptr_t", cdata))
+
+
+def entry_address(name: str) -> int:
+    """The address of the native library's function `name` (launcher._call calls it directly)."""
+    ffi, lib = native()
+    return int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+
+
 def bind(plan, buf: bytes):
     """A native launch packed once: (handle, launch function, repeat function)."""
     ffi, lib = native()

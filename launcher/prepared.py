@@ -24,16 +24,22 @@ while the autotuner benchmarks, in Triton as here. The stream is the current one
 hooks run when they are set (the default empty hook chains count as unset), and a prepared
 launch may be called from several threads.
 
-The common call (positional arguments of the prepared types) runs a function generated for
-this prepared launch (launcher.codegen.generate_prepared); anything else goes through `launch`,
-which binds, checks and explains.
+The common calls, p() and p(*args) with positional arguments of the prepared kinds, are a C
+type's tp_call (cdefs/call.c, launcher._call): checked, packed and launched with no Python
+code between the call and the driver. Which tests it runs is decided here, once
+(PreparedLaunch._fast_setup, _fast_checks); whatever does not pass them, and every other call,
+goes through `launch`, which binds, checks and explains.
 """
 from __future__ import annotations
 
-import threading
 
-from launcher import codegen, driver, triton_adapter as A
+import functools
+import operator
+import struct
+
+from launcher import driver, triton_adapter as A
 from launcher import spec as S
+from launcher._call import FastCall
 from launcher.arguments import refuse_bool_stream
 from launcher.cuda_launcher import CudaLauncher
 from launcher.specialization import AssumptionCheck, AssumptionError, address_and_dtype, compiled_int_range
@@ -127,7 +133,7 @@ def bind(kernel_name, params, args, kwargs, prepared_constexprs) -> tuple:
     return tuple(values), options
 
 
-class PreparedLaunch:
+class PreparedLaunch(FastCall):
     """One compiled kernel, loaded, with a grid and the arguments it was prepared with.
 
     spec: the kernel's LaunchSpec; params: its parameters (launcher.triton_adapter.Parameter);
@@ -164,12 +170,13 @@ class PreparedLaunch:
             plan, buf, keep = self._launcher.pack(*self.grid, 0, function, spec.packed_metadata,
                                                   *self._for_launcher(values))
             self._bound = (driver.bind(plan, buf), buf, keep, plan)
-        self.__class__ = _prepared_class(self)
+        self._fast_setup()
 
     def close(self) -> None:
         """Give the module back now (otherwise when the prepared launch is collected); calling
         it afterwards is a ValueError (its function handle may belong to an unloaded module)."""
         release, self._release = self._release, None
+        self._fast_clear()
         if self.__class__ is not _ClosedLaunch:
             self.__class__ = _ClosedLaunch
         if release is not None:
@@ -180,6 +187,60 @@ class PreparedLaunch:
             self.close()
         except Exception:  # interpreter teardown
             pass
+
+    # -- the C path (cdefs/call.c): p() and p(*args) of the prepared kinds --
+    def _fast_setup(self) -> None:
+        self._fast_set(self._fast_config())
+
+    def _fast_config(self) -> dict:
+        """What the C call (launcher._call.FastCall._fast_set) needs; every call it declines (and
+        every keyword argument, and every launch with hooks set) goes to `launch`.
+
+        p() launches the buffer bound at prepare time; p(*args) with len(args) the number of
+        parameters (or that less the trailing constexprs, which keep their prepared values)
+        checks each argument (_fast_checks), packs it into a copy of `template` (the header's
+        function handle, zeros elsewhere) at its offset, writes the current stream and the grid
+        into the header and launches with the shape's plan; in a dry run it returns `split` of
+        the bytes the driver would receive."""
+        spec, shape = self.spec, self._launcher._shape
+        ffi = driver.native()[0]
+        stream = self._stream  # Triton's getter bound to the device: called as it is, one call less
+        if stream.__class__ is functools.partial and len(stream.args) == 1 and not stream.keywords:
+            stream_fn, stream_args = stream.func, stream.args
+        else:
+            stream_fn, stream_args = stream, ()
+        grid = None
+        if self.grid_fn is None:
+            try:
+                grid = tuple(operator.index(g) for g in self.grid)
+            except TypeError:
+                grid = None
+            if grid is not None and not all(-(1 << 31) <= g < (1 << 31) for g in grid):
+                grid = None
+        checks = None
+        if not self._needs_general_path() and (grid is not None or self.grid_fn is not None):
+            checks = _fast_checks(spec.args, self.values, (), frozenset(spec.aligned), shape.encoders,
+                                  self._check.typed, spec.layout.params)
+        n_min = len(self.params)
+        while n_min and spec.args[n_min - 1].kind == "constexpr":  # trailing constexprs may be left out
+            n_min -= 1
+        template = bytearray(spec.layout.size)
+        struct.pack_into("<Q", template, ffi.offsetof("launcher_header", "function"), self.function)
+        bound = self._bound
+        return {
+            "stream_fn": stream_fn, "stream_args": tuple(stream_args),
+            "runtime": self._runtime, "hook_chain": A.hook_chain_type() if self._runtime is not None else None,
+            "bound": driver.address(bound[0][0]) if bound is not None else None,
+            "bound_launch": driver.entry_address("launcher_bound_launch"),
+            "bound_keep": bound, "bound_buf": bound[1] if bound is not None else None,
+            "plan": driver.address(shape.plan), "plan_keep": shape.plan,
+            "launch": driver.entry_address("launcher_launch"), "dry_run": driver.entry_address("launcher_dry_run"),
+            "template": bytes(template), "stream_at": S.HEADER_STREAM_AT,
+            "grid_at": ffi.offsetof("launcher_header", "grid_x"), "out_size": shape.out_size,
+            "grid": grid, "grid_fn": self.grid_fn, "names": tuple(p.name for p in self.params),
+            "checks": checks, "n_min": n_min, "trailing": tuple(self.values[n_min:]),
+            "split": shape.split_bytes if self._dry_run else None,
+        }
 
     # -- the general path: bind, check, explain --
     def _same_arguments_pack_once(self) -> bool:
@@ -200,7 +261,7 @@ class PreparedLaunch:
         if any(kind == "autotune" and (choice[0] is not None or choice[1].pre_hook is not None)
                for kind, _, choice in self.layers):
             return True
-        return False  # per argument: _param_checks
+        return False  # per argument: _fast_checks
 
     def _grid(self, values, grid):
         if grid is None:
@@ -284,32 +345,32 @@ class _ClosedLaunch(PreparedLaunch):
     __call__ = launch = _closed
 
 
-# ---- the generated __call__ of each prepared launch ----
-def _general_call(p, *args, **kwargs):
-    return p.launch(*args, **kwargs)
+# ---- what the C call (cdefs/call.c) checks and packs ----
+def _fast_checks(args, values, prefix, aligned, encoders, typed, params) -> tuple | None:
+    """The check of each of `args` (spec Args at `prefix`) prepared with `values`, as
+    launcher._call.FastCall._fast_set takes them, or None where one has no test in C (tensor
+    maps, arrays, addresses, fp16 scalars): every new call then goes through `launch`. aligned:
+    the argument paths the kernel assumed divisible by 16; encoders: the launcher's, by argument
+    path (host tensor descriptors); typed: the parameters typed by their annotations
+    (AssumptionCheck.typed); params: the layout's Params (where each value is packed, and how).
 
-
-def _param_checks(p) -> list | None:
-    """What the generated fast path tests for each parameter, or None for no fast path."""
-    if p._needs_general_path():
-        return None
-    return _checks(p.spec.args, p.values, (), frozenset(p.spec.aligned), p._launcher._shape.encoders, p._check.typed)
-
-
-def _checks(args, values, prefix, aligned, encoders, typed) -> list | None:
-    """The (kind, check) of each of `args` (spec Args at `prefix`) prepared with `values`, or
-    None where one has no fast test (tensor maps, arrays, addresses): then every new call goes
-    through `launch`. encoders: the launcher's, by argument path (host tensor descriptors);
-    typed: the parameters typed by their annotations (AssumptionCheck.typed)."""
+    A check is one of ("constexpr", value, eq) (the same object, or with eq one of the same class
+    that compares equal: ints, floats, bools, strings, None; == says (1, 2) is (1.0, 2.0), so
+    other values must be the prepared object), ("pointer", class, dtype, aligned, offset) (a
+    tensor of the prepared class and dtype, or an int address), ("int", lo, hi, aligned,
+    offset, code) (an int, not a bool), ("float", offset, code), ("bool", offset), ("tuple",
+    checks) or ("call", function, ((offset, code), ...)) (function(argument) -> the values
+    packed, or None)."""
     checks = []
     for i, (arg, value) in enumerate(zip(args, values)):
         path = prefix + (i,)
+        slot = params[arg.params[0]] if arg.params else None
         if arg.kind == "constexpr":
-            checks.append(("constexpr", value))
+            checks.append(("constexpr", value, value is None or value.__class__ in (int, float, bool, str)))
         elif arg.kind == "tuple":  # prepared with a tuple of its length: its items, in turn
             if value.__class__ is not tuple or len(value) != len(arg.children):
                 return None
-            items = _checks(arg.children, value, path, aligned, encoders, typed)
+            items = _fast_checks(arg.children, value, path, aligned, encoders, typed, params)
             if items is None:
                 return None
             checks.append(("tuple", items))
@@ -317,7 +378,9 @@ def _checks(args, values, prefix, aligned, encoders, typed) -> list | None:
             base, block = getattr(value, "base", None), getattr(value, "block_shape", None)
             if block is None or not hasattr(base, "dtype") or not callable(getattr(base, "data_ptr", None)):
                 return None
-            checks.append(("descriptor", (value.__class__, base.__class__, base.dtype, tuple(block), encoders[path])))
+            slots = tuple((params[j].offset, params[j].code) for j in arg.params)
+            checks.append(("call", _descriptor_values(value.__class__, base.__class__, base.dtype, tuple(block),
+                                                      encoders[path]), slots))
         elif arg.kind == "pointer":
             if value.__class__ is int or value is None:
                 return None  # prepared with an address: the general path checks new ones
@@ -327,36 +390,30 @@ def _checks(args, values, prefix, aligned, encoders, typed) -> list | None:
                 found = None
             if found is None or not hasattr(value, "dtype") or not callable(getattr(value, "data_ptr", None)):
                 return None  # __cuda_array_interface__ objects: the general path converts them
-            checks.append(("pointer", (value.__class__, value.dtype, path in aligned)))
+            checks.append(("pointer", value.__class__, value.dtype, path in aligned, slot.offset))
         elif arg.type in S.INT_RANGES and arg.type not in S.BOOLS:
             lo, hi = compiled_int_range(arg.type, path[0] in typed)
-            checks.append(("int", (lo, hi, path in aligned)))
+            checks.append(("int", lo, hi, path in aligned, slot.offset, slot.code))
         elif arg.type in S.BOOLS:
-            checks.append(("bool", None))
-        elif arg.type in S.FLOATS:
-            checks.append(("float", None))
+            checks.append(("bool", slot.offset))
+        elif arg.type in S.FLOATS and slot.code in ("f", "d"):  # fp16 ("e"): struct's rounding, in launch
+            checks.append(("float", slot.offset, slot.code))
         else:
             return None
-    return checks
+    return tuple(checks)
 
 
-def _prepared_class(p) -> type:
-    checks = _param_checks(p)
-    mode = "dry_run" if p._dry_run else "launch"
-    if checks is None and p._bound is None:
-        return type("PreparedLaunch", (PreparedLaunch,), {"__call__": _general_call})
-    shape = p._launcher._shape
-    ns = {
-        "pack_all": shape.pack_all, "c_launch": shape.c_launch, "c_dry_run": shape.c_dry_run, "PLAN": shape.plan,
-        "SIZE": p.spec.layout.size, "OUT_SIZE": shape.out_size, "new_out": shape.new_out, "split": shape.split,
-        "FUNCTION": p.function, "stream": p._stream,
-        "GX": p.grid[0], "GY": p.grid[1], "GZ": p.grid[2], "GRID": p.grid_fn,
-        "PARAM_NAMES": [x.name for x in p.params],
-    }
-    if p._runtime is not None:
-        ns["RUNTIME"], ns["HOOK_CHAIN"] = p._runtime, A.hook_chain_type()
-    if p._bound is not None:
-        (handle, bound_launch, _), buf, _, _ = p._bound
-        ns.update(BOUND=handle, bound_launch=bound_launch, BUFFER=buf)
-    fn = codegen.generate_prepared(mode, checks, ns, callable_grid=p.grid_fn is not None)
-    return type("PreparedLaunch", (PreparedLaunch,), {"__call__": fn})
+def _descriptor_values(cls, base_cls, dtype, block, encoder):
+    """The values a host descriptor of the prepared class, base class, dtype and block shape
+    packs (its encoder's), or None for any other (the general path names what differs)."""
+    as_list = list(block)
+
+    def values(d):
+        if d.__class__ is not cls:
+            return None
+        base = d.base
+        if base.__class__ is not base_cls or base.dtype is not dtype or (d.block_shape != as_list and d.block_shape != block):
+            return None
+        return tuple(encoder(d))
+
+    return values

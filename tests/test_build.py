@@ -92,6 +92,7 @@ def test_wheel_from_the_sdist_is_abi3_with_licence_and_hook(wheel_from_sdist):
         licence = whl.read(f"{dist_info}/licenses/LICENSE").decode()
     assert "Tag: cp310-abi3-" in wheel_meta
     assert [n for n in names if n.startswith("launcher/_native")] == ["launcher/_native.abi3.so"]
+    assert [n for n in names if n.startswith("launcher/_call")] == ["launcher/_call.abi3.so"]  # cdefs/call.c
     assert "launcher-autoinstall.pth" in names  # at the root: lands in site-packages for every Python
     assert not [n for n in names if ".data/" in n]
     assert "License-Expression: MIT" in metadata and "License-File: LICENSE" in metadata
@@ -118,7 +119,7 @@ def _pip_wheel(tree, out, **env_changes):
 
 
 def _assert_says_what_is_needed(output):
-    assert "cannot build launcher's native library" in output, output
+    assert "cannot build launcher's native libraries" in output, output
     assert "a C compiler: gcc or clang" in output and "Python.h" in output and "python3-dev" in output, output
 
 

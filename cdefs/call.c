@@ -1,0 +1,728 @@
+/* launcher._call: the call of a prepared launch, in C (launcher.prepared.PreparedLaunch).
+ *
+ * `p()` and `p(*args)` of a prepared launch are the calls a decode loop makes again and again,
+ * so they are a C type's tp_call: no Python frame, no cffi call, no struct.pack.  What is
+ * checked is decided once, in Python (launcher.prepared._fast_checks, from the same facts as
+ * launcher.specialization.AssumptionCheck), and handed to FastCall._fast_set as plain tuples;
+ * this file only carries it out.  Every argument the tests below do not pass, every keyword
+ * argument and every launch with hooks set goes to the Python method `launch`, which binds,
+ * checks and explains (an AssumptionError naming the parameter): the C path never raises about
+ * an argument, it only declines.
+ *
+ * The native library (launcher._native, cffi) is called through function pointers whose
+ * addresses Python passes in; the objects owning the plan and the bound launch are kept
+ * referenced here, and again for the duration of each launch (which runs without the GIL), so
+ * that close() on another thread cannot free them under a launch.
+ *
+ * Limited API (3.10): one abi3 build serves every supported Python, as for launcher._native. */
+#ifndef Py_LIMITED_API
+#define Py_LIMITED_API 0x030A0000
+#endif
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef int (*launch_fn)(const void *plan, const char *args, size_t args_len);
+typedef int (*dry_run_fn)(const void *plan, const char *args, size_t args_len, char *out, size_t out_len);
+typedef int (*bound_fn)(void *bound, uint64_t stream);
+
+enum { K_CONSTEXPR, K_POINTER, K_INT, K_FLOAT, K_BOOL, K_TUPLE, K_CALL };
+
+typedef struct check {
+    int kind;
+    PyObject *obj;   /* constexpr: its value; pointer: the tensor class; call: the function */
+    PyObject *dtype; /* pointer: the dtype object (compared by identity) */
+    int eq;          /* constexpr: a value of the same class that compares equal passes too */
+    int aligned;     /* pointer, int: the kernel assumed divisibility by 16 */
+    __int128 lo, hi; /* int: the range the kernel takes */
+    char code;       /* struct code of the packed value */
+    Py_ssize_t offset;
+    Py_ssize_t n;    /* tuple: items; call: values the function returns */
+    struct check *items;      /* tuple: its items */
+    char *codes;              /* call: code of each value */
+    Py_ssize_t *offsets;      /* call: offset of each value */
+} check;
+
+typedef struct {
+    PyObject_HEAD
+    int ready;        /* _fast_set done (else every call takes the general path) */
+    PyObject *stream_fn, *stream_args;
+    PyObject *runtime, *hook_chain;  /* Triton's runtime knobs and HookChain, or NULL */
+    bound_fn bound_launch; void *bound; PyObject *bound_keep, *bound_buf;
+    launch_fn launch; dry_run_fn dry_run; void *plan; PyObject *plan_keep;
+    PyObject *template_;   /* bytes: the packed buffer with the function handle, zero elsewhere */
+    Py_ssize_t size, stream_at, grid_at, out_size;
+    int has_grid; int32_t grid[3];
+    PyObject *grid_fn, *names;  /* callable grid and the parameter names it is given */
+    Py_ssize_t n_checks, n_min;
+    PyObject *checks;      /* a capsule of n_checks checks; NULL: new arguments take the general path */
+    PyObject *trailing;    /* prepared values of the trailing constexprs a call may leave out */
+    PyObject *split;       /* dry run: bytes -> what launch's dry run returns */
+} FastCall;
+
+static PyObject *s_calls, *s_dtype, *s_data_ptr, *s_enter, *s_exit, *s_launch, *s_failed;
+static const char CHECKS[] = "launcher._call.checks";
+
+/* ---- checks: built from Python tuples once ---- */
+
+static void check_free(check *c) {
+    Py_CLEAR(c->obj);
+    Py_CLEAR(c->dtype);
+    if (c->items) {
+        for (Py_ssize_t i = 0; i < c->n; i++) check_free(&c->items[i]);
+        PyMem_Free(c->items);
+        c->items = NULL;
+    }
+    PyMem_Free(c->codes); c->codes = NULL;
+    PyMem_Free(c->offsets); c->offsets = NULL;
+}
+
+static int as_int128(PyObject *v, __int128 *out) {  /* an int in the i64 or u64 range; -1 with an error */
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    if (!overflow) { *out = x; return 0; }
+    if (overflow < 0) { PyErr_SetString(PyExc_OverflowError, "int below the i64 range"); return -1; }
+    unsigned long long u = PyLong_AsUnsignedLongLong(v);
+    if (u == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    *out = (__int128)u;
+    return 0;
+}
+
+static int code_ok(char c) { return c && strchr("bBhHiIqQfdT", c) != NULL; }
+
+static Py_ssize_t ssize_item(PyObject *t, Py_ssize_t i) {
+    PyObject *o = PyTuple_GetItem(t, i);
+    return o ? PyLong_AsSsize_t(o) : -1;
+}
+
+static int code_item(PyObject *t, Py_ssize_t i, char *code) {
+    PyObject *o = PyTuple_GetItem(t, i);
+    if (!o) return -1;
+    const char *s = PyUnicode_AsUTF8AndSize(o, NULL);
+    if (!s) return -1;
+    *code = strcmp(s, "128s") == 0 ? 'T' : (strlen(s) == 1 ? s[0] : 0);
+    if (!code_ok(*code)) { PyErr_Format(PyExc_ValueError, "unknown pack code %R", o); return -1; }
+    return 0;
+}
+
+static int check_build(check *c, PyObject *t, Py_ssize_t limit);
+
+static int checks_build(PyObject *seq, check **out, Py_ssize_t *n_out, Py_ssize_t limit) {
+    if (!PyTuple_Check(seq)) { PyErr_SetString(PyExc_TypeError, "checks must be a tuple"); return -1; }
+    Py_ssize_t n = PyTuple_Size(seq);
+    check *cs = PyMem_Calloc(n ? n : 1, sizeof(check));
+    if (!cs) { PyErr_NoMemory(); return -1; }
+    *out = cs; *n_out = n;  /* freed by the caller's check_free, even when building fails */
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (check_build(&cs[i], PyTuple_GetItem(seq, i), limit) < 0) return -1;
+    return 0;
+}
+
+static int offset_ok(Py_ssize_t offset, char code, Py_ssize_t limit) {
+    Py_ssize_t size = code == 'T' ? 128 : strchr("bB", code) ? 1 : strchr("hH", code) ? 2 : strchr("iIf", code) ? 4 : 8;
+    if (offset < 0 || offset + size > limit) {
+        PyErr_Format(PyExc_ValueError, "offset %zd (code %c) outside the %zd-byte buffer", offset, code, limit);
+        return 0;
+    }
+    return 1;
+}
+
+static int check_build(check *c, PyObject *t, Py_ssize_t limit) {
+    if (!t || !PyTuple_Check(t) || PyTuple_Size(t) < 1) {
+        PyErr_SetString(PyExc_TypeError, "a check must be a non-empty tuple");
+        return -1;
+    }
+    const char *kind = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(t, 0), NULL);
+    if (!kind) return -1;
+    Py_ssize_t n = PyTuple_Size(t);
+#define NEED(k) if (n != (k)) { PyErr_Format(PyExc_ValueError, "check %s takes %d items", kind, (k)); return -1; }
+    if (!strcmp(kind, "constexpr")) {  /* (kind, value, eq) */
+        NEED(3);
+        c->kind = K_CONSTEXPR;
+        c->obj = Py_NewRef(PyTuple_GetItem(t, 1));
+        c->eq = PyObject_IsTrue(PyTuple_GetItem(t, 2));
+        return c->eq < 0 ? -1 : 0;
+    }
+    if (!strcmp(kind, "pointer")) {  /* (kind, class, dtype, aligned, offset) */
+        NEED(5);
+        c->kind = K_POINTER; c->code = 'Q';
+        c->obj = Py_NewRef(PyTuple_GetItem(t, 1));
+        c->dtype = Py_NewRef(PyTuple_GetItem(t, 2));
+        c->aligned = PyObject_IsTrue(PyTuple_GetItem(t, 3));
+        c->offset = ssize_item(t, 4);
+        if (c->aligned < 0 || PyErr_Occurred()) return -1;
+        return offset_ok(c->offset, 'Q', limit) ? 0 : -1;
+    }
+    if (!strcmp(kind, "int")) {  /* (kind, lo, hi, aligned, offset, code) */
+        NEED(6);
+        c->kind = K_INT;
+        if (as_int128(PyTuple_GetItem(t, 1), &c->lo) < 0 || as_int128(PyTuple_GetItem(t, 2), &c->hi) < 0) return -1;
+        c->aligned = PyObject_IsTrue(PyTuple_GetItem(t, 3));
+        c->offset = ssize_item(t, 4);
+        if (c->aligned < 0 || PyErr_Occurred() || code_item(t, 5, &c->code) < 0) return -1;
+        return offset_ok(c->offset, c->code, limit) ? 0 : -1;
+    }
+    if (!strcmp(kind, "float")) {  /* (kind, offset, code): code f or d */
+        NEED(3);
+        c->kind = K_FLOAT;
+        c->offset = ssize_item(t, 1);
+        if (PyErr_Occurred() || code_item(t, 2, &c->code) < 0) return -1;
+        if (c->code != 'f' && c->code != 'd') { PyErr_SetString(PyExc_ValueError, "float code must be f or d"); return -1; }
+        return offset_ok(c->offset, c->code, limit) ? 0 : -1;
+    }
+    if (!strcmp(kind, "bool")) {  /* (kind, offset) */
+        NEED(2);
+        c->kind = K_BOOL; c->code = 'B';
+        c->offset = ssize_item(t, 1);
+        if (PyErr_Occurred()) return -1;
+        return offset_ok(c->offset, 'B', limit) ? 0 : -1;
+    }
+    if (!strcmp(kind, "tuple")) {  /* (kind, (checks...)) */
+        NEED(2);
+        c->kind = K_TUPLE;
+        return checks_build(PyTuple_GetItem(t, 1), &c->items, &c->n, limit);
+    }
+    if (!strcmp(kind, "call")) {  /* (kind, fn, ((offset, code), ...)): fn(arg) -> values or None */
+        NEED(3);
+        c->kind = K_CALL;
+        c->obj = Py_NewRef(PyTuple_GetItem(t, 1));
+        PyObject *slots = PyTuple_GetItem(t, 2);
+        if (!PyTuple_Check(slots)) { PyErr_SetString(PyExc_TypeError, "call slots must be a tuple"); return -1; }
+        c->n = PyTuple_Size(slots);
+        c->codes = PyMem_Calloc(c->n ? c->n : 1, 1);
+        c->offsets = PyMem_Calloc(c->n ? c->n : 1, sizeof(Py_ssize_t));
+        if (!c->codes || !c->offsets) { PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t i = 0; i < c->n; i++) {
+            PyObject *s = PyTuple_GetItem(slots, i);
+            if (!PyTuple_Check(s) || PyTuple_Size(s) != 2) { PyErr_SetString(PyExc_TypeError, "a call slot is (offset, code)"); return -1; }
+            c->offsets[i] = ssize_item(s, 0);
+            if (PyErr_Occurred() || code_item(s, 1, &c->codes[i]) < 0) return -1;
+            if (!offset_ok(c->offsets[i], c->codes[i], limit)) return -1;
+        }
+        return 0;
+    }
+#undef NEED
+    PyErr_Format(PyExc_ValueError, "unknown check kind %s", kind);
+    return -1;
+}
+
+/* ---- packing ---- */
+
+static int int_fits(__int128 v, char code) {
+    switch (code) {
+    case 'b': return v >= INT8_MIN && v <= INT8_MAX;
+    case 'B': return v >= 0 && v <= UINT8_MAX;
+    case 'h': return v >= INT16_MIN && v <= INT16_MAX;
+    case 'H': return v >= 0 && v <= UINT16_MAX;
+    case 'i': return v >= INT32_MIN && v <= INT32_MAX;
+    case 'I': return v >= 0 && v <= UINT32_MAX;
+    case 'q': return v >= INT64_MIN && v <= INT64_MAX;
+    case 'Q': return v >= 0 && v <= (__int128)UINT64_MAX;
+    }
+    return 0;
+}
+
+static void put_int(char *buf, Py_ssize_t offset, char code, __int128 v) {  /* little-endian, as struct "<" */
+    uint64_t u = (uint64_t)v;
+    int size = strchr("bB", code) ? 1 : strchr("hH", code) ? 2 : strchr("iI", code) ? 4 : 8;
+    for (int i = 0; i < size; i++) buf[offset + i] = (char)(u >> (8 * i));
+}
+
+static int put_float(char *buf, Py_ssize_t offset, char code, double d) {  /* 0: refused (struct raises) */
+    if (code == 'd') { memcpy(buf + offset, &d, 8); return 1; }
+    float f = (float)d;
+    if (isinf(f) && !isinf(d)) return 0;
+    memcpy(buf + offset, &f, 4);
+    return 1;
+}
+
+/* One value a call check's function returned, packed as struct would; 1 packed, 0 declined. */
+static int put_value(char *buf, Py_ssize_t offset, char code, PyObject *v) {
+    if (code == 'T') {
+        if (!PyBytes_Check(v) || PyBytes_Size(v) != 128) return 0;
+        memcpy(buf + offset, PyBytes_AsString(v), 128);
+        return 1;
+    }
+    if (code == 'f' || code == 'd') {
+        if (!PyFloat_Check(v) && !PyLong_Check(v)) return 0;
+        double d = PyFloat_AsDouble(v);
+        if (d == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        return put_float(buf, offset, code, d);
+    }
+    if (!PyLong_Check(v)) return 0;
+    __int128 x;
+    if (as_int128(v, &x) < 0) { PyErr_Clear(); return 0; }
+    if (!int_fits(x, code)) return 0;
+    put_int(buf, offset, code, x);
+    return 1;
+}
+
+/* Check argument `a` against `c` and pack it: 1 packed, 0 declined (the general path decides),
+ * -1 an error to raise (only where Python code the check calls raised something other than
+ * Exception: KeyboardInterrupt and the like). */
+static int check_pack(const check *c, PyObject *a, char *buf) {
+    switch (c->kind) {
+    case K_CONSTEXPR:
+        if (a == c->obj) return 1;
+        if (!c->eq || Py_TYPE(a) != Py_TYPE(c->obj)) return 0;
+        {
+            int r = PyObject_RichCompareBool(a, c->obj, Py_EQ);
+            if (r < 0) { PyErr_Clear(); return 0; }
+            return r;
+        }
+    case K_POINTER: {
+        __int128 v;
+        if ((PyObject *)Py_TYPE(a) == c->obj) {
+            PyObject *dt = PyObject_GetAttr(a, s_dtype);
+            if (!dt) { PyErr_Clear(); return 0; }
+            Py_DECREF(dt);  /* identity only: dtypes are singletons */
+            if (dt != c->dtype) return 0;
+            PyObject *p = PyObject_CallMethodObjArgs(a, s_data_ptr, NULL);
+            if (!p) { PyErr_Clear(); return 0; }
+            int ok = PyLong_Check(p) && as_int128(p, &v) == 0;
+            Py_DECREF(p);
+            if (!ok) { PyErr_Clear(); return 0; }
+        } else if (PyLong_CheckExact(a)) {
+            if (as_int128(a, &v) < 0) { PyErr_Clear(); return 0; }
+        } else {
+            return 0;
+        }
+        if (!int_fits(v, 'Q') || (c->aligned && (v & 15))) return 0;
+        put_int(buf, c->offset, 'Q', v);
+        return 1;
+    }
+    case K_INT: {
+        if (!PyLong_CheckExact(a)) return 0;
+        __int128 v;
+        if (as_int128(a, &v) < 0) { PyErr_Clear(); return 0; }
+        if (v < c->lo || v > c->hi || !int_fits(v, c->code) || (c->aligned && (v & 15))) return 0;
+        put_int(buf, c->offset, c->code, v);
+        return 1;
+    }
+    case K_FLOAT:
+        if (!PyFloat_CheckExact(a)) return 0;
+        return put_float(buf, c->offset, c->code, PyFloat_AsDouble(a));
+    case K_BOOL:
+        if (a != Py_True && a != Py_False) return 0;
+        buf[c->offset] = (char)(a == Py_True);
+        return 1;
+    case K_TUPLE:
+        if (!PyTuple_CheckExact(a) || PyTuple_Size(a) != c->n) return 0;
+        for (Py_ssize_t i = 0; i < c->n; i++) {
+            int r = check_pack(&c->items[i], PyTuple_GetItem(a, i), buf);
+            if (r != 1) return r;
+        }
+        return 1;
+    case K_CALL: {
+        PyObject *vs = PyObject_CallFunctionObjArgs(c->obj, a, NULL);
+        if (!vs) {
+            if (PyErr_ExceptionMatches(PyExc_Exception)) { PyErr_Clear(); return 0; }
+            return -1;
+        }
+        int r = PyTuple_Check(vs) && PyTuple_Size(vs) == c->n;
+        for (Py_ssize_t i = 0; r && i < c->n; i++)
+            r = put_value(buf, c->offsets[i], c->codes[i], PyTuple_GetItem(vs, i));
+        Py_DECREF(vs);
+        return r;
+    }
+    }
+    return 0;
+}
+
+/* ---- the call ---- */
+
+static PyObject *general(FastCall *self, PyObject *args, PyObject *kwargs) {
+    PyObject *m = PyObject_GetAttr((PyObject *)self, s_launch);
+    if (!m) return NULL;
+    PyObject *r = PyObject_Call(m, args, kwargs);
+    Py_DECREF(m);
+    return r;
+}
+
+/* 1 when a launch hook is set (a HookChain with calls, or any other object), 0 when not, -1 on error. */
+static int hook_set(FastCall *self, PyObject *name) {
+    PyObject *h = PyObject_GetAttr(self->runtime, name);
+    if (!h) return -1;
+    int set;
+    if (h == Py_None) {
+        set = 0;
+    } else if (self->hook_chain && (PyObject *)Py_TYPE(h) == self->hook_chain) {
+        PyObject *calls = PyObject_GetAttr(h, s_calls);
+        set = calls ? PyObject_IsTrue(calls) : -1;
+        Py_XDECREF(calls);
+    } else {
+        set = 1;
+    }
+    Py_DECREF(h);
+    return set;
+}
+
+static int current_stream(FastCall *self, uint64_t *stream) {
+    PyObject *s = PyObject_Call(self->stream_fn, self->stream_args, NULL);
+    if (!s) return -1;
+    unsigned long long u = PyLong_AsUnsignedLongLong(s);
+    Py_DECREF(s);
+    if (u == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    *stream = u;
+    return 0;
+}
+
+static PyObject *failed(FastCall *self, int status, PyObject *buf) {
+    PyObject *st = PyLong_FromLong(status);
+    if (!st) return NULL;
+    PyObject *m = PyObject_GetAttr((PyObject *)self, s_failed);
+    PyObject *r = m ? PyObject_CallFunctionObjArgs(m, st, buf, NULL) : NULL;
+    Py_XDECREF(m);
+    Py_DECREF(st);
+    if (!r) return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;  /* _failed raises; should it not, the launch counts as done */
+}
+
+/* The grid from the callable grid: 1 done, 0 declined, -1 error (the callable raised). */
+static int call_grid(PyObject *grid_fn, PyObject *names, Py_ssize_t n, PyObject *const *values, int32_t grid[3]) {
+    PyObject *named = PyDict_New();
+    if (!named) return -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyDict_SetItem(named, PyTuple_GetItem(names, i), values[i]) < 0) { Py_DECREF(named); return -1; }
+    PyObject *g = PyObject_CallFunctionObjArgs(grid_fn, named, NULL);
+    Py_DECREF(named);
+    if (!g) return -1;
+    int ok = (PyTuple_CheckExact(g) || PyList_CheckExact(g));
+    Py_ssize_t len = ok ? PySequence_Size(g) : 0;
+    ok = ok && len >= 1 && len <= 3;
+    grid[0] = grid[1] = grid[2] = 1;
+    for (Py_ssize_t i = 0; ok && i < len; i++) {
+        PyObject *item = PySequence_GetItem(g, i);
+        PyObject *x = item ? PyNumber_Index(item) : NULL;
+        Py_XDECREF(item);
+        long long v = x ? PyLong_AsLongLong(x) : -1;
+        Py_XDECREF(x);
+        if ((v == -1 && PyErr_Occurred()) || v < INT32_MIN || v > INT32_MAX) { PyErr_Clear(); ok = 0; }
+        else grid[i] = (int32_t)v;
+    }
+    Py_DECREF(g);
+    return ok;
+}
+
+static void checks_destroy(PyObject *capsule) {
+    check *cs = PyCapsule_GetPointer(capsule, CHECKS);
+    Py_ssize_t *n = PyCapsule_GetContext(capsule);
+    if (!cs) { PyErr_Clear(); return; }
+    for (Py_ssize_t i = 0; n && i < *n; i++) check_free(&cs[i]);
+    PyMem_Free(cs);
+    PyMem_Free(n);
+}
+
+static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
+    FastCall *self = (FastCall *)op;
+    if (!self->ready || (kwargs && PyDict_Size(kwargs))) return general(self, args, kwargs);
+    if (self->runtime) {
+        int e = hook_set(self, s_enter);
+        int x = e == 0 ? hook_set(self, s_exit) : 0;
+        if (e < 0 || x < 0) return NULL;
+        if (e || x) return general(self, args, kwargs);
+    }
+    Py_ssize_t n = PyTuple_Size(args);
+    if (n == 0) {  /* the prepared arguments: the launch bound at prepare time */
+        if (!self->bound) return general(self, args, kwargs);
+        uint64_t stream;
+        if (current_stream(self, &stream) < 0) return NULL;
+        if (!self->bound) return general(self, args, kwargs);  /* closed while the stream was asked for */
+        PyObject *keep = Py_NewRef(self->bound_keep), *buf = Py_NewRef(self->bound_buf);
+        bound_fn fn = self->bound_launch;
+        void *h = self->bound;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = fn(h, stream);
+        Py_END_ALLOW_THREADS
+        PyObject *r = rc ? failed(self, rc, buf) : Py_NewRef(Py_None);
+        Py_DECREF(keep);
+        Py_DECREF(buf);
+        return r;
+    }
+    if (!self->checks || (n != self->n_min && n != self->n_checks)) return general(self, args, kwargs);
+
+    /* Everything this call reads, held for its duration: a check's function, data_ptr(), a
+     * grid callable or the stream getter run Python code, which may close this prepared launch
+     * (clearing the fields) or run it on another thread. */
+    PyObject *capsule = Py_NewRef(self->checks), *keep = Py_NewRef(self->plan_keep);
+    PyObject *tmpl = Py_NewRef(self->template_), *trailing = Py_NewRef(self->trailing), *names = Py_NewRef(self->names);
+    PyObject *split = self->split ? Py_NewRef(self->split) : NULL;
+    PyObject *grid_fn = self->grid_fn ? Py_NewRef(self->grid_fn) : NULL;
+    const check *checks = PyCapsule_GetPointer(capsule, CHECKS);
+    Py_ssize_t n_checks = self->n_checks, n_min = self->n_min, size = self->size, out_size = self->out_size;
+    Py_ssize_t stream_at = self->stream_at, grid_at = self->grid_at;
+    launch_fn launch = self->launch;
+    dry_run_fn dry = self->dry_run;
+    const void *plan = self->plan;
+    int32_t grid[3] = {self->grid[0], self->grid[1], self->grid[2]};
+    PyObject *result = NULL;
+    char stack[4096], *buf = size <= (Py_ssize_t)sizeof stack ? stack : PyMem_Malloc(size);
+    PyObject *values_stack[64], **values = n_checks <= 64 ? values_stack : PyMem_Malloc(n_checks * sizeof(PyObject *));
+    if (!buf || !values || !checks) { if (!PyErr_Occurred()) PyErr_NoMemory(); goto done; }
+    memcpy(buf, PyBytes_AsString(tmpl), size);
+    for (Py_ssize_t i = 0; i < n_checks; i++)  /* borrowed: args and trailing are held */
+        values[i] = i < n ? PyTuple_GetItem(args, i) : PyTuple_GetItem(trailing, i - n_min);
+    int decline = 0;
+    for (Py_ssize_t i = 0; i < n_checks && !decline; i++) {
+        int r = check_pack(&checks[i], values[i], buf);
+        if (r < 0) goto done;
+        decline = !r;
+    }
+    if (!decline && grid_fn) {
+        int r = call_grid(grid_fn, names, n_checks, (PyObject *const *)values, grid);
+        if (r < 0) goto done;
+        decline = !r;
+    }
+    if (decline || !self->ready) { result = general(self, args, kwargs); goto done; }
+    uint64_t stream;
+    if (current_stream(self, &stream) < 0) goto done;
+    memcpy(buf + stream_at, &stream, 8);
+    memcpy(buf + grid_at, grid, 12);
+    int rc;
+    if (split) {  /* dry run: the bytes each parameter would receive */
+        Py_ssize_t out_len = out_size > 0 ? out_size : 1;
+        PyObject *out = PyBytes_FromStringAndSize(NULL, out_len);
+        if (!out) goto done;
+        rc = dry(plan, buf, (size_t)size, PyBytes_AsString(out), (size_t)out_len);
+        if (rc) {
+            Py_DECREF(out);
+            PyObject *b = PyBytes_FromStringAndSize(buf, size);
+            result = b ? failed(self, rc, b) : NULL;
+            Py_XDECREF(b);
+            goto done;
+        }
+        result = PyObject_CallFunctionObjArgs(split, out, NULL);
+        Py_DECREF(out);
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    rc = launch(plan, buf, (size_t)size);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        PyObject *b = PyBytes_FromStringAndSize(buf, size);
+        result = b ? failed(self, rc, b) : NULL;
+        Py_XDECREF(b);
+    } else {
+        result = Py_NewRef(Py_None);
+    }
+done:
+    if (buf && buf != stack) PyMem_Free(buf);
+    if (values && values != values_stack) PyMem_Free(values);
+    Py_DECREF(capsule); Py_DECREF(keep); Py_DECREF(tmpl); Py_DECREF(trailing); Py_DECREF(names);
+    Py_XDECREF(split); Py_XDECREF(grid_fn);
+    return result;
+}
+
+/* ---- setup and teardown ---- */
+
+static void fc_clear_state(FastCall *self) {
+    self->ready = 0;
+    self->bound = NULL; self->bound_launch = NULL; self->plan = NULL; self->launch = NULL; self->dry_run = NULL;
+    self->n_checks = self->n_min = 0;
+    Py_CLEAR(self->stream_fn); Py_CLEAR(self->stream_args);
+    Py_CLEAR(self->runtime); Py_CLEAR(self->hook_chain);
+    Py_CLEAR(self->bound_keep); Py_CLEAR(self->bound_buf); Py_CLEAR(self->plan_keep);
+    Py_CLEAR(self->template_); Py_CLEAR(self->grid_fn); Py_CLEAR(self->names);
+    Py_CLEAR(self->trailing); Py_CLEAR(self->split); Py_CLEAR(self->checks);
+}
+
+/* cfg[key], borrowed; NULL with a KeyError when it is missing. */
+static PyObject *get(PyObject *cfg, const char *key) {
+    PyObject *v = PyDict_GetItemString(cfg, key);
+    if (!v) PyErr_Format(PyExc_KeyError, "_fast_set: no %s", key);
+    return v;
+}
+
+static int get_ref(PyObject *cfg, const char *key, PyObject **out, int none_is_null) {
+    PyObject *v = get(cfg, key);
+    if (!v) return -1;
+    *out = none_is_null && v == Py_None ? NULL : Py_NewRef(v);
+    return 0;
+}
+
+static int get_size(PyObject *cfg, const char *key, Py_ssize_t *out) {
+    PyObject *v = get(cfg, key);
+    if (!v) return -1;
+    *out = PyLong_AsSsize_t(v);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static int get_address(PyObject *cfg, const char *key, void **out) {
+    PyObject *v = get(cfg, key);
+    if (!v) return -1;
+    unsigned long long a = PyLong_AsUnsignedLongLong(v);
+    if (a == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    if (!a) { PyErr_Format(PyExc_ValueError, "_fast_set: %s is a null address", key); return -1; }
+    *out = (void *)(uintptr_t)a;
+    return 0;
+}
+
+static int set_state(FastCall *self, PyObject *cfg) {
+    PyObject *bound, *grid, *checks;
+    if (get_ref(cfg, "stream_fn", &self->stream_fn, 0) || get_ref(cfg, "stream_args", &self->stream_args, 0)
+            || get_ref(cfg, "runtime", &self->runtime, 1) || get_ref(cfg, "hook_chain", &self->hook_chain, 1)
+            || get_ref(cfg, "template", &self->template_, 0) || get_ref(cfg, "grid_fn", &self->grid_fn, 1)
+            || get_ref(cfg, "names", &self->names, 0) || get_ref(cfg, "trailing", &self->trailing, 0)
+            || get_ref(cfg, "split", &self->split, 1) || get_ref(cfg, "plan_keep", &self->plan_keep, 0)
+            || get_size(cfg, "stream_at", &self->stream_at) || get_size(cfg, "grid_at", &self->grid_at)
+            || get_size(cfg, "out_size", &self->out_size) || get_size(cfg, "n_min", &self->n_min)
+            || !(bound = get(cfg, "bound")) || !(grid = get(cfg, "grid")) || !(checks = get(cfg, "checks")))
+        return -1;
+    if (!PyTuple_Check(self->stream_args) || !PyBytes_Check(self->template_) || !PyTuple_Check(self->names)
+            || !PyTuple_Check(self->trailing)) {
+        PyErr_SetString(PyExc_TypeError, "_fast_set: stream_args, names and trailing are tuples, template bytes");
+        return -1;
+    }
+    self->size = PyBytes_Size(self->template_);
+    if (self->stream_at < 0 || self->stream_at + 8 > self->size || self->grid_at < 0 || self->grid_at + 12 > self->size) {
+        PyErr_SetString(PyExc_ValueError, "_fast_set: the stream or the grid lies outside the template");
+        return -1;
+    }
+    if (bound != Py_None) {  /* p(): the launch bound at prepare time */
+        if (get_address(cfg, "bound", &self->bound) || get_address(cfg, "bound_launch", (void **)&self->bound_launch)
+                || get_ref(cfg, "bound_keep", &self->bound_keep, 0) || get_ref(cfg, "bound_buf", &self->bound_buf, 0))
+            return -1;
+    }
+    if (grid != Py_None) {
+        if (!PyTuple_Check(grid) || PyTuple_Size(grid) != 3) {
+            PyErr_SetString(PyExc_TypeError, "_fast_set: grid is 3 ints or None");
+            return -1;
+        }
+        for (int i = 0; i < 3; i++) {
+            long long g = PyLong_AsLongLong(PyTuple_GetItem(grid, i));
+            if (g == -1 && PyErr_Occurred()) return -1;
+            if (g < INT32_MIN || g > INT32_MAX) { PyErr_SetString(PyExc_OverflowError, "_fast_set: grid beyond int32"); return -1; }
+            self->grid[i] = (int32_t)g;
+        }
+    } else if (!self->grid_fn && checks != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "_fast_set: no grid and no grid callable");
+        return -1;
+    }
+    if (checks != Py_None) {  /* p(*args): each argument checked and packed */
+        if (get_address(cfg, "plan", (void **)&self->plan) || get_address(cfg, "launch", (void **)&self->launch)
+                || (self->split && get_address(cfg, "dry_run", (void **)&self->dry_run)))
+            return -1;
+        check *cs = NULL;
+        Py_ssize_t n = 0;
+        Py_ssize_t *count = PyMem_Malloc(sizeof(Py_ssize_t));
+        if (!count) { PyErr_NoMemory(); return -1; }
+        int r = checks_build(checks, &cs, &n, self->size);
+        *count = n;
+        PyObject *capsule = cs ? PyCapsule_New(cs, CHECKS, checks_destroy) : NULL;
+        if (!capsule) {
+            for (Py_ssize_t i = 0; cs && i < n; i++) check_free(&cs[i]);
+            PyMem_Free(cs);
+            PyMem_Free(count);
+            return -1;
+        }
+        PyCapsule_SetContext(capsule, count);
+        self->checks = capsule;
+        if (r < 0) return -1;
+        self->n_checks = n;
+        if (PyTuple_Size(self->names) != n || self->n_min < 0 || self->n_min > n
+                || PyTuple_Size(self->trailing) != n - self->n_min) {
+            PyErr_SetString(PyExc_ValueError, "_fast_set: names, n_min and trailing do not fit the checks");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* _fast_set(cfg): the C path of this prepared launch, from the dict that
+ * launcher.prepared.PreparedLaunch._fast_setup makes (it says what each key holds). */
+static PyObject *fc_fast_set(PyObject *op, PyObject *cfg) {
+    FastCall *self = (FastCall *)op;
+    if (!PyDict_Check(cfg)) { PyErr_SetString(PyExc_TypeError, "_fast_set takes a dict"); return NULL; }
+    fc_clear_state(self);
+    if (set_state(self, cfg) < 0) {
+        fc_clear_state(self);
+        return NULL;
+    }
+    self->ready = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *fc_fast_clear(PyObject *op, PyObject *unused) {
+    fc_clear_state((FastCall *)op);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fc_fast_ready(PyObject *op, PyObject *unused) {
+    FastCall *self = (FastCall *)op;
+    return Py_BuildValue("(OO)", self->ready && self->bound ? Py_True : Py_False,
+                         self->ready && self->checks ? Py_True : Py_False);
+}
+
+static int fc_traverse(PyObject *op, visitproc visit, void *arg) {
+    FastCall *self = (FastCall *)op;
+    Py_VISIT(Py_TYPE(op));
+    Py_VISIT(self->stream_fn); Py_VISIT(self->stream_args); Py_VISIT(self->runtime); Py_VISIT(self->hook_chain);
+    Py_VISIT(self->bound_keep); Py_VISIT(self->bound_buf); Py_VISIT(self->plan_keep); Py_VISIT(self->grid_fn);
+    Py_VISIT(self->names); Py_VISIT(self->trailing); Py_VISIT(self->split); Py_VISIT(self->template_);
+    return 0;
+}
+
+static int fc_clear(PyObject *op) {
+    fc_clear_state((FastCall *)op);
+    return 0;
+}
+
+static void fc_dealloc(PyObject *op) {
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    fc_clear_state((FastCall *)op);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(op);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef fc_methods[] = {
+    {"_fast_set", fc_fast_set, METH_O, "Set the C path of this prepared launch (see launcher.prepared)."},
+    {"_fast_clear", fc_fast_clear, METH_NOARGS, "Drop the C path: every call takes the general path."},
+    {"_fast_ready", fc_fast_ready, METH_NOARGS, "(p() is a bound launch, p(*args) has checks) in C."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot fc_slots[] = {
+    {Py_tp_call, fc_call},
+    {Py_tp_traverse, fc_traverse},
+    {Py_tp_clear, fc_clear},
+    {Py_tp_dealloc, fc_dealloc},
+    {Py_tp_methods, fc_methods},
+    {Py_tp_doc, "The C call of a prepared launch: p() and p(*args) (base of launcher.prepared.PreparedLaunch)."},
+    {0, NULL},
+};
+
+static PyType_Spec fc_spec = {
+    "launcher._call.FastCall", sizeof(FastCall), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, fc_slots,
+};
+
+static int exec_module(PyObject *m) {
+    if (!(s_calls = PyUnicode_InternFromString("calls")) || !(s_dtype = PyUnicode_InternFromString("dtype"))
+            || !(s_data_ptr = PyUnicode_InternFromString("data_ptr"))
+            || !(s_enter = PyUnicode_InternFromString("launch_enter_hook"))
+            || !(s_exit = PyUnicode_InternFromString("launch_exit_hook"))
+            || !(s_launch = PyUnicode_InternFromString("launch")) || !(s_failed = PyUnicode_InternFromString("_failed")))
+        return -1;
+    PyObject *t = PyType_FromSpec(&fc_spec);
+    if (!t) return -1;
+    if (PyModule_AddObject(m, "FastCall", t) < 0) { Py_DECREF(t); return -1; }
+    return 0;
+}
+
+static PyModuleDef_Slot module_slots[] = {{Py_mod_exec, exec_module}, {0, NULL}};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "launcher._call",
+    "The C call of prepared launches (launcher.prepared); see cdefs/call.c.", 0, NULL, module_slots, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__call(void) { return PyModuleDef_Init(&module); }

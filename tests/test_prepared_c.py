@@ -1,0 +1,216 @@
+"""The C call of prepared launches (cdefs/call.c, launcher._call) on the CPU, in dry runs.
+
+tests/test_prepared.py shows that it packs what the general path packs and refuses what it
+refuses; these are about the C code itself: what _fast_set accepts, what the call does when
+Python code it runs (data_ptr(), a grid callable, an encoder, the stream getter) raises, closes
+the launch or is called from several threads, and that it holds no references it should not."""
+import gc
+import sys
+import threading
+import weakref
+
+import pytest
+
+import kernels as K
+from cpu_triton import FakeTensor
+from launcher._call import FastCall
+from launcher.prepared import PreparedLaunch
+
+pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+from test_prepared import A0, A1, prepared  # noqa: E402
+
+
+def add(grid=(4,), **kw):
+    x = FakeTensor(A0, tl.float32)
+    return prepared(K.add_kernel, (x, x, x, 1024, 256), grid=grid, **kw)[0]
+
+
+def spy(p):
+    """The calls that reach p.launch (the general path)."""
+    general, seen = p.launch, []
+    p.launch = lambda *a, **k: seen.append((a, k)) or general(*a, **k)
+    return seen
+
+
+def test_a_prepared_launch_is_a_fast_call_with_its_c_path_set():
+    p = add()
+    assert isinstance(p, FastCall) and type(p) is PreparedLaunch
+    assert p._fast_ready() == (False, True)
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"template": b"\0" * 8}, ValueError),  # the stream and grid lie outside it
+    ({"stream_at": -1}, ValueError),
+    ({"grid": (1, 2)}, TypeError),
+    ({"grid": (1 << 40, 1, 1)}, OverflowError),
+    ({"n_min": 9}, ValueError),
+    ({"trailing": ()}, ValueError),
+    ({"names": ("x",)}, ValueError),
+    ({"plan": 0}, ValueError),
+    ({"checks": (("pointer", FakeTensor, tl.float32, True, 1 << 20),)}, ValueError),  # outside the buffer
+    ({"checks": (("no such kind",),)}, ValueError),
+    ({"checks": (("int", 0, 1, False, 48, "x"),)}, ValueError),
+    ({"checks": ("not a tuple",)}, TypeError),
+    ({"checks": (("tuple", (("float", 48, "e"),)),)}, ValueError),
+    ({"stream_args": [1]}, TypeError),
+])
+def test_a_malformed_configuration_is_refused_and_leaves_only_the_general_path(change, error):
+    p = add()
+    cfg = p._fast_config()
+    cfg.update(change)
+    with pytest.raises(error):
+        p._fast_set(cfg)
+    assert p._fast_ready() == (False, False)
+    x = FakeTensor(A0, tl.float32)
+    seen = spy(p)
+    assert p(x, x, x, 64, 256) == p.launch(x, x, x, 64, 256)  # the general path still works
+    assert len(seen) == 2
+
+
+def test_a_configuration_missing_a_key_is_a_key_error():
+    p = add()
+    cfg = p._fast_config()
+    del cfg["split"]
+    with pytest.raises(KeyError, match="split"):
+        p._fast_set(cfg)
+    with pytest.raises(TypeError):
+        p._fast_set([])
+
+
+def test_a_closed_launch_refuses_every_call_and_drops_its_c_path():
+    p = add()
+    p.close()
+    assert p._fast_ready() == (False, False)
+    x = FakeTensor(A0, tl.float32)
+    for call in (lambda: p(), lambda: p(x, x, x, 64), lambda: p(x, x, x, n=64)):
+        with pytest.raises(ValueError, match="closed"):
+            call()
+
+
+class Boom(Exception):
+    pass
+
+
+class Tensor(FakeTensor):  # a tensor class whose data_ptr() can be made to raise or close the launch
+    action = None
+
+    def data_ptr(self):
+        if Tensor.action is not None:
+            Tensor.action()
+        return self.ptr
+
+
+def test_python_code_the_call_runs_may_raise_close_the_launch_or_interrupt():
+    x = Tensor(A0, tl.float32)
+    p = prepared(K.add_kernel, (x, x, x, 1024, 256))[0]
+    try:
+        Tensor.action = lambda: (_ for _ in ()).throw(Boom("data_ptr failed"))
+        with pytest.raises(Boom):  # the C path declines; the general path's data_ptr() raises it
+            p(x, x, x, 64)
+        Tensor.action = lambda: (_ for _ in ()).throw(KeyboardInterrupt())
+        with pytest.raises(KeyboardInterrupt):
+            p(x, x, x, 64)
+        Tensor.action = p.close  # closed while its arguments are checked: nothing is launched
+        with pytest.raises(ValueError, match="closed"):
+            p(x, x, x, 64)
+    finally:
+        Tensor.action = None
+
+
+def test_a_raising_stream_getter_and_grid_callable_raise_their_errors():
+    def stream():
+        raise Boom("no stream")
+
+    x = FakeTensor(A0, tl.float32)
+    ck = prepared(K.add_kernel, (x, x, x, 1024, 256))[1]
+    from launcher import triton_adapter as A
+
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    p = PreparedLaunch(spec, A.jit_parameters(K.add_kernel), (x, x, x, 1024, 256), {}, (4,), function=0xF00,
+                       stream=stream, compiled=ck, dry_run=True)
+    with pytest.raises(Boom, match="no stream"):
+        p(x, x, x, 64)
+
+    calls = []
+
+    def grid(meta):
+        calls.append(dict(meta))
+        if meta["n"] == 48:
+            raise Boom("no grid")
+        return (meta["n"] // meta["BLOCK"],)
+
+    q = add(grid=grid)
+    q(x, x, x, 2048)
+    assert calls[-1] == {"x_ptr": x, "y_ptr": x, "out_ptr": x, "n": 2048, "BLOCK": 256}
+    with pytest.raises(Boom, match="no grid"):
+        q(x, x, x, 48)
+
+
+@pytest.mark.parametrize("grid", [lambda m: (1 << 40,), lambda m: (), lambda m: "ab", lambda m: (1.5,),
+                                  lambda m: [2, 1, 1, 1], lambda m: None])
+def test_a_grid_callable_returning_what_the_c_path_cannot_pack_goes_to_the_general_path(grid):
+    x = FakeTensor(A0, tl.float32)
+    p = add(grid=lambda m: (4,))
+    p.grid_fn = grid
+    p._fast_setup()
+    seen = spy(p)
+    with pytest.raises((TypeError, ValueError, OverflowError)):
+        p(x, x, x, 64)
+    assert len(seen) == 1
+
+
+def test_arguments_the_c_path_declines_are_judged_by_the_general_path():
+    x, y = FakeTensor(A0, tl.float32), FakeTensor(A1, tl.float32)
+    p = add()
+    seen = spy(p)
+    good = p(x, x, x, 64, 256)
+    assert not seen
+    for args in [(y, x, x, 64), (x, x, x, 65), (x, x, x, True), (x, x, x, 1 << 31), (x, x, x, 64.0),
+                 (FakeTensor(A0, tl.float16), x, x, 64), (x, x, x, 64, 128), (object(), x, x, 64), (x, x, x, -(1 << 70))]:
+        with pytest.raises((ValueError, TypeError, OverflowError)):
+            p(*args)
+    assert len(seen) == 9
+    assert p(A0, A0, A0, 64) == good  # int addresses are pointers too, in C
+    assert len(seen) == 9
+
+
+def test_threads_share_one_prepared_launch():
+    p = add()
+    xs = [FakeTensor(A0 + 16 * i, tl.float32) for i in range(8)]
+    want = {i: p.launch(xs[i], xs[i], xs[i], 16 * i) for i in range(8)}
+    bad = []
+
+    def work(i):
+        for _ in range(300):
+            if p(xs[i], xs[i], xs[i], 16 * i) != want[i]:
+                bad.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+
+
+def test_no_reference_is_leaked_and_a_cycle_through_the_grid_is_collected():
+    x = FakeTensor(A0, tl.float32)
+    p = add()
+    before = sys.getrefcount(x), sys.getrefcount(p)
+    for _ in range(1000):
+        p(x, x, x, 64)
+        try:
+            p(x, x, x, 65)
+        except ValueError:
+            pass
+    assert (sys.getrefcount(x), sys.getrefcount(p)) == before
+
+    holder = {}
+    q = add(grid=lambda meta: (holder["p"].grid[0],) if holder else (4,))  # the grid refers back to the launch
+    holder["p"] = q
+    q(x, x, x, 64)
+    gone = weakref.ref(q)
+    del q, holder
+    gc.collect()
+    assert gone() is None
