@@ -194,3 +194,22 @@ def test_a_bundled_kernel_prepares_like_its_triton_function(tmp_path):
     assert torch.equal(out, a + y)
     with pytest.raises(launcher.AssumptionError, match="parameter 'x_ptr'"):
         p(a[1:], y[1:], out[1:], n - 16)
+
+
+def test_p_and_p_with_new_arguments_take_the_c_path_on_the_gpu():
+    """Vector add: p() is the launch bound at prepare time and p(*new) is checked and packed in C
+    (launcher._call); neither reaches p.launch, and both compute the right thing."""
+    x, y, out, n = _add()
+    p = launcher.prepare(K.add_kernel, (triton.cdiv(n, 1024),), x, y, out, n, BLOCK=1024)
+    assert p._fast_ready() == (True, True)
+    general, fell_back = p.launch, []
+    p.launch = lambda *a, **k: fell_back.append(a) or general(*a, **k)
+    p()
+    torch.cuda.synchronize()
+    assert torch.equal(out, x + y)
+    x2, y2, out2, _ = _add()
+    p(x2, y2, out2, n)
+    torch.cuda.synchronize()
+    assert torch.equal(out2, x2 + y2) and not fell_back
+    p(x2, y2, out2, n, BLOCK=1024)  # a keyword: the general path
+    assert len(fell_back) == 1
