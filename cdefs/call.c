@@ -11,8 +11,11 @@
  *
  * The native library (launcher._native, cffi) is called through function pointers whose
  * addresses Python passes in; the objects owning the plan and the bound launch are kept
- * referenced here, and again for the duration of each launch (which runs without the GIL), so
- * that close() on another thread cannot free them under a launch.
+ * referenced here, and again for the duration of each call (the launch runs without the GIL),
+ * so that close() from Python code the call runs, or on another thread, cannot free them under
+ * it; a call that finds the launch closed after such code ran goes to the general path, which
+ * refuses it.  (close() gives the kernel's module back: closing a prepared launch while another
+ * thread is inside its launch is a race on the module, on every path.)
  *
  * Limited API (3.10): one abi3 build serves every supported Python, as for launcher._native. */
 #ifndef Py_LIMITED_API
@@ -93,7 +96,7 @@ static int as_int128(PyObject *v, __int128 *out) {  /* an int in the i64 or u64 
     return 0;
 }
 
-static int code_ok(char c) { return c && strchr("bBhHiIqQfdT", c) != NULL; }
+static int code_ok(char c) { return c && strchr("?bBhHiIqQfdT", c) != NULL; }
 
 static Py_ssize_t ssize_item(PyObject *t, Py_ssize_t i) {
     PyObject *o = PyTuple_GetItem(t, i);
@@ -124,7 +127,7 @@ static int checks_build(PyObject *seq, check **out, Py_ssize_t *n_out, Py_ssize_
 }
 
 static int offset_ok(Py_ssize_t offset, char code, Py_ssize_t limit) {
-    Py_ssize_t size = code == 'T' ? 128 : strchr("bB", code) ? 1 : strchr("hH", code) ? 2 : strchr("iIf", code) ? 4 : 8;
+    Py_ssize_t size = code == 'T' ? 128 : strchr("?bB", code) ? 1 : strchr("hH", code) ? 2 : strchr("iIf", code) ? 4 : 8;
     if (offset < 0 || offset + size > limit) {
         PyErr_Format(PyExc_ValueError, "offset %zd (code %c) outside the %zd-byte buffer", offset, code, limit);
         return 0;
@@ -254,9 +257,13 @@ static int put_value(char *buf, Py_ssize_t offset, char code, PyObject *v) {
         if (d == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
         return put_float(buf, offset, code, d);
     }
-    if (!PyLong_Check(v)) return 0;
+    if (!PyLong_Check(v) || (code == 'Q' && PyBool_Check(v))) return 0;  /* a bool is no address */
     __int128 x;
     if (as_int128(v, &x) < 0) { PyErr_Clear(); return 0; }
+    if (code == '?') {  /* i1 / u1: a bool, or the int 0 or 1 */
+        if (x != 0 && x != 1) return 0;
+        code = 'B';
+    }
     if (!int_fits(x, code)) return 0;
     put_int(buf, offset, code, x);
     return 1;
@@ -345,13 +352,13 @@ static PyObject *general(FastCall *self, PyObject *args, PyObject *kwargs) {
 }
 
 /* 1 when a launch hook is set (a HookChain with calls, or any other object), 0 when not, -1 on error. */
-static int hook_set(FastCall *self, PyObject *name) {
-    PyObject *h = PyObject_GetAttr(self->runtime, name);
+static int hook_set(PyObject *runtime, PyObject *hook_chain, PyObject *name) {
+    PyObject *h = PyObject_GetAttr(runtime, name);
     if (!h) return -1;
     int set;
     if (h == Py_None) {
         set = 0;
-    } else if (self->hook_chain && (PyObject *)Py_TYPE(h) == self->hook_chain) {
+    } else if (hook_chain && (PyObject *)Py_TYPE(h) == hook_chain) {
         PyObject *calls = PyObject_GetAttr(h, s_calls);
         set = calls ? PyObject_IsTrue(calls) : -1;
         Py_XDECREF(calls);
@@ -362,11 +369,20 @@ static int hook_set(FastCall *self, PyObject *name) {
     return set;
 }
 
+/* The current stream, as the getter gives it (an int, or anything with __index__, as the
+ * general path takes it); -1 with the getter's error.  The getter and its arguments are held
+ * while it runs: it may close this prepared launch. */
 static int current_stream(FastCall *self, uint64_t *stream) {
-    PyObject *s = PyObject_Call(self->stream_fn, self->stream_args, NULL);
-    if (!s) return -1;
-    unsigned long long u = PyLong_AsUnsignedLongLong(s);
-    Py_DECREF(s);
+    if (!self->stream_fn) { PyErr_SetString(PyExc_ValueError, "this prepared launch was closed"); return -1; }
+    PyObject *fn = Py_NewRef(self->stream_fn), *args = Py_NewRef(self->stream_args);
+    PyObject *s = PyObject_Call(fn, args, NULL);
+    Py_DECREF(fn);
+    Py_DECREF(args);
+    PyObject *index = s ? PyNumber_Index(s) : NULL;
+    Py_XDECREF(s);
+    if (!index) return -1;
+    unsigned long long u = PyLong_AsUnsignedLongLong(index);
+    Py_DECREF(index);
     if (u == (unsigned long long)-1 && PyErr_Occurred()) return -1;
     *stream = u;
     return 0;
@@ -422,11 +438,14 @@ static void checks_destroy(PyObject *capsule) {
 static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     FastCall *self = (FastCall *)op;
     if (!self->ready || (kwargs && PyDict_Size(kwargs))) return general(self, args, kwargs);
-    if (self->runtime) {
-        int e = hook_set(self, s_enter);
-        int x = e == 0 ? hook_set(self, s_exit) : 0;
+    if (self->runtime) {  /* held: reading a hook may run Python code that closes this launch */
+        PyObject *runtime = Py_NewRef(self->runtime), *chain = self->hook_chain ? Py_NewRef(self->hook_chain) : NULL;
+        int e = hook_set(runtime, chain, s_enter);
+        int x = e == 0 ? hook_set(runtime, chain, s_exit) : 0;
+        Py_DECREF(runtime);
+        Py_XDECREF(chain);
         if (e < 0 || x < 0) return NULL;
-        if (e || x) return general(self, args, kwargs);
+        if (e || x || !self->ready) return general(self, args, kwargs);
     }
     Py_ssize_t n = PyTuple_Size(args);
     if (n == 0) {  /* the prepared arguments: the launch bound at prepare time */
@@ -483,6 +502,7 @@ static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     if (decline || !self->ready) { result = general(self, args, kwargs); goto done; }
     uint64_t stream;
     if (current_stream(self, &stream) < 0) goto done;
+    if (!self->ready) { result = general(self, args, kwargs); goto done; }  /* closed by the stream getter */
     memcpy(buf + stream_at, &stream, 8);
     memcpy(buf + grid_at, grid, 12);
     int rc;
@@ -660,8 +680,29 @@ static PyObject *fc_fast_ready(PyObject *op, PyObject *unused) {
                          self->ready && self->checks ? Py_True : Py_False);
 }
 
+static int check_traverse(const check *c, visitproc visit, void *arg) {
+    Py_VISIT(c->obj);
+    Py_VISIT(c->dtype);
+    for (Py_ssize_t i = 0; c->items && i < c->n; i++) {
+        int r = check_traverse(&c->items[i], visit, arg);
+        if (r) return r;
+    }
+    return 0;
+}
+
+/* The checks' objects (constexpr values, tensor classes, dtypes, descriptor functions) are
+ * visited through the capsule that owns them, so that a cycle through one of them (a tensor
+ * class that refers to the launch) is collected and the launch's module given back. */
 static int fc_traverse(PyObject *op, visitproc visit, void *arg) {
     FastCall *self = (FastCall *)op;
+    if (self->checks) {
+        const check *cs = PyCapsule_GetPointer(self->checks, CHECKS);
+        Py_ssize_t *n = PyCapsule_GetContext(self->checks);
+        for (Py_ssize_t i = 0; cs && n && i < *n; i++) {
+            int r = check_traverse(&cs[i], visit, arg);
+            if (r) return r;
+        }
+    }
     Py_VISIT(Py_TYPE(op));
     Py_VISIT(self->stream_fn); Py_VISIT(self->stream_args); Py_VISIT(self->runtime); Py_VISIT(self->hook_chain);
     Py_VISIT(self->bound_keep); Py_VISIT(self->bound_buf); Py_VISIT(self->plan_keep); Py_VISIT(self->grid_fn);

@@ -390,7 +390,7 @@ class _Shape:
                     visit(a.children, path)
                 elif a.kind == "tensordesc":
                     encoders[path] = (DescriptorEncoder(a.desc.meta, a.desc.ndim, spec.conventions)
-                                      if a.desc.tma is not None else decomposer(spec.conventions.tensordesc_tf32_flag))
+                                      if a.desc.tma is not None else decomposer(spec.conventions.tensordesc_tf32_flag, a.desc.ndim))
 
         visit(layout.args, ())
         self.pack_all = pack_all = struct.Struct(layout.format).pack

@@ -360,7 +360,7 @@ def _fast_checks(args, values, prefix, aligned, encoders, typed, params) -> tupl
     tensor of the prepared class and dtype, or an int address), ("int", lo, hi, aligned,
     offset, code) (an int, not a bool), ("float", offset, code), ("bool", offset), ("tuple",
     checks) or ("call", function, ((offset, code), ...)) (function(argument) -> the values
-    packed, or None)."""
+    packed, or None; code "?" is a bool slot: a bool or the int 0 or 1)."""
     checks = []
     for i, (arg, value) in enumerate(zip(args, values)):
         path = prefix + (i,)
@@ -378,9 +378,10 @@ def _fast_checks(args, values, prefix, aligned, encoders, typed, params) -> tupl
             base, block = getattr(value, "base", None), getattr(value, "block_shape", None)
             if block is None or not hasattr(base, "dtype") or not callable(getattr(base, "data_ptr", None)):
                 return None
-            slots = tuple((params[j].offset, params[j].code) for j in arg.params)
+            slots = tuple((params[j].offset, "?" if params[j].type in S.BOOLS else params[j].code)
+                          for j in arg.params)  # "?": a bool, or the int 0 or 1
             checks.append(("call", _descriptor_values(value.__class__, base.__class__, base.dtype, tuple(block),
-                                                      encoders[path]), slots))
+                                                      arg.desc.ndim, encoders[path]), slots))
         elif arg.kind == "pointer":
             if value.__class__ is int or value is None:
                 return None  # prepared with an address: the general path checks new ones
@@ -403,9 +404,9 @@ def _fast_checks(args, values, prefix, aligned, encoders, typed, params) -> tupl
     return tuple(checks)
 
 
-def _descriptor_values(cls, base_cls, dtype, block, encoder):
-    """The values a host descriptor of the prepared class, base class, dtype and block shape
-    packs (its encoder's), or None for any other (the general path names what differs)."""
+def _descriptor_values(cls, base_cls, dtype, block, ndim, encoder):
+    """The values a host descriptor of the prepared class, base class, dtype, block shape and
+    rank packs (its encoder's), or None for any other (the general path names what differs)."""
     as_list = list(block)
 
     def values(d):
@@ -413,6 +414,8 @@ def _descriptor_values(cls, base_cls, dtype, block, encoder):
             return None
         base = d.base
         if base.__class__ is not base_cls or base.dtype is not dtype or (d.block_shape != as_list and d.block_shape != block):
+            return None
+        if len(d.shape) != ndim or len(d.strides) != ndim:
             return None
         return tuple(encoder(d))
 

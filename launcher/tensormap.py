@@ -176,13 +176,17 @@ class DescriptorEncoder:
         return data
 
 
-def decomposer(tf32_flag: bool):
+def decomposer(tf32_flag: bool, ndim: int):
     """Host TensorDescriptor -> the parameters a kernel without TMA lowering takes: base, shape,
-    strides, padding (and round_f32_to_tf32 where the convention has it), shape, strides."""
+    strides, padding (and round_f32_to_tf32 where the convention has it), shape, strides. A
+    descriptor of another rank is a ValueError (its sizes would fill the strides' slots)."""
     def decompose(d):
         base = d.base
         ptr = base if base.__class__ is int else base.data_ptr() if base is not None else 0
         shape, strides = tuple(d.shape), tuple(d.strides)
+        if len(shape) != ndim or len(strides) != ndim:
+            raise ValueError(f"expects a {ndim}-d tensor descriptor, got shape {list(shape)} "
+                             f"and strides {list(strides)}")
         # a descriptor without the flag (Triton 3.6's, or a user's own) is not rounded, as the TMA encoder takes it
         flags = (d.padding == "nan", bool(getattr(d, "round_f32_to_tf32", False))) if tf32_flag else (d.padding == "nan",)
         return (ptr, *shape, *strides, *flags, *shape, *strides)

@@ -214,3 +214,89 @@ def test_no_reference_is_leaked_and_a_cycle_through_the_grid_is_collected():
     del q, holder
     gc.collect()
     assert gone() is None
+
+
+def _with(stream=lambda: 0x5EA, runtime=None, values=None):
+    x = FakeTensor(A0, tl.float32)
+    values = values or (x, x, x, 1024, 256)
+    ck = prepared(K.add_kernel, values)[1]
+    from launcher import triton_adapter as A
+
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    return PreparedLaunch(spec, A.jit_parameters(K.add_kernel), values, {}, (4,), function=0xF00, stream=stream,
+                          runtime=runtime, compiled=ck, dry_run=True)
+
+
+def test_a_hook_read_that_closes_the_launch_refuses_the_call_and_does_not_crash():
+    from triton.knobs import HookChain
+
+    holder = {}
+
+    class Runtime:
+        launch_exit_hook = HookChain()
+
+        @property
+        def launch_enter_hook(self):
+            holder["p"].close()
+            return None
+
+    p = holder["p"] = _with(runtime=Runtime())
+    x = FakeTensor(A0, tl.float32)
+    for call in (lambda: p(), lambda: p(x, x, x, 64)):
+        with pytest.raises(ValueError, match="closed"):
+            call()
+
+
+def test_a_stream_with_index_is_taken_and_a_stream_getter_that_closes_the_launch_refuses_it():
+    class Handle:
+        def __index__(self):
+            return 0x5EA
+
+    x = FakeTensor(A0, tl.float32)
+    p = _with(stream=lambda: Handle())
+    assert p(x, x, x, 64) == p.launch(x, x, x, 64)
+    holder = {}
+
+    def closing():
+        holder["p"].close()
+        return 0x5EA
+
+    q = holder["p"] = _with(stream=closing)
+    with pytest.raises(ValueError, match="closed"):
+        q(x, x, x, 64)
+
+
+def test_a_cycle_through_a_checked_tensor_class_is_collected():
+    class Owned(FakeTensor):
+        owner = None
+
+    x = Owned(A0, tl.float32)
+    p = _with(values=(x, x, x, 1024, 256))
+    Owned.owner = p  # the class the C check holds refers back to the launch
+    gone = weakref.ref(p)
+    del p, x, Owned
+    gc.collect()
+    assert gone() is None
+
+
+def test_a_descriptor_of_another_rank_is_refused_by_every_path(monkeypatch):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from launcher import triton_adapter as A
+    from test_prepared import outcomes
+    from triton_compile import compile_cpu
+
+    sig = (("in_desc", "tensordesc<fp16[64, 64]>"), ("out_desc", "tensordesc<fp16[64, 64]>"), ("BM", "constexpr"),
+           ("BN", "constexpr"))
+    ck = compile_cpu(K.tma_copy_kernel, sig, (("BM", 64), ("BN", 64)), 80)  # decomposed: sizes and strides in slots
+
+    def desc(shape=(256, 128), strides=(128, 1)):
+        return TensorDescriptor(FakeTensor(A0, tl.float16), list(shape), list(strides), [64, 64])
+
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    p = PreparedLaunch(spec, A.jit_parameters(K.tma_copy_kernel), (desc(), desc(), 64, 64), {}, (1,), function=0xF00,
+                       stream=lambda: 0x5EA, compiled=ck, dry_run=True)
+    odd = desc()
+    odd.shape, odd.strides = [256, 128, 7], [1]  # changed after it was made: 4 numbers, as a 2-d one has
+    results = outcomes(p, (odd, desc(), 64, 64))
+    assert results[0] == results[1] and results[0][0] == "error" and "expects a 2-d tensor descriptor" in results[0][1]
