@@ -128,6 +128,6 @@ def test_a_decomposed_descriptor_without_the_tf32_flag_is_not_rounded():
     from launcher.tensormap import decomposer
 
     d = types.SimpleNamespace(base=0x1000, shape=[8, 16], strides=[16, 1], padding="zero")
-    assert decomposer(True)(d) == (0x1000, 8, 16, 16, 1, False, False, 8, 16, 16, 1)
-    assert decomposer(True)(types.SimpleNamespace(**vars(d), round_f32_to_tf32=True))[6] is True
-    assert decomposer(False)(d) == (0x1000, 8, 16, 16, 1, False, 8, 16, 16, 1)
+    assert decomposer(True, 2)(d) == (0x1000, 8, 16, 16, 1, False, False, 8, 16, 16, 1)
+    assert decomposer(True, 2)(types.SimpleNamespace(**vars(d), round_f32_to_tf32=True))[6] is True
+    assert decomposer(False, 2)(d) == (0x1000, 8, 16, 16, 1, False, 8, 16, 16, 1)
