@@ -32,7 +32,6 @@ goes through `launch`, which binds, checks and explains.
 """
 from __future__ import annotations
 
-
 import functools
 import operator
 import struct
