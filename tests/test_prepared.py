@@ -60,11 +60,11 @@ def compile_for_call(fn, values):
     return compile_cpu(fn, tuple(signature.items()), tuple(constexprs.items()), 90, tuple(attrs))
 
 
-def prepared(fn, values, grid=(4,), runtime=None):
+def prepared(fn, values, grid=(4,), runtime=None, stream=lambda: 0x5EA):
     ck = compile_for_call(fn, values)
     spec = A.spec_from_triton(ck.src, ck.metadata)
     return PreparedLaunch(spec, A.jit_parameters(fn), tuple(values), {}, grid, function=0xF00,
-                          stream=lambda: 0x5EA, runtime=runtime, compiled=ck, dry_run=True), ck
+                          stream=stream, runtime=runtime, compiled=ck, dry_run=True), ck
 
 
 def outcomes(p, values) -> list:

@@ -123,12 +123,7 @@ def test_a_raising_stream_getter_and_grid_callable_raise_their_errors():
         raise Boom("no stream")
 
     x = FakeTensor(A0, tl.float32)
-    ck = prepared(K.add_kernel, (x, x, x, 1024, 256))[1]
-    from launcher import triton_adapter as A
-
-    spec = A.spec_from_triton(ck.src, ck.metadata)
-    p = PreparedLaunch(spec, A.jit_parameters(K.add_kernel), (x, x, x, 1024, 256), {}, (4,), function=0xF00,
-                       stream=stream, compiled=ck, dry_run=True)
+    p = _with(stream=stream)
     with pytest.raises(Boom, match="no stream"):
         p(x, x, x, 64)
 
@@ -218,13 +213,7 @@ def test_no_reference_is_leaked_and_a_cycle_through_the_grid_is_collected():
 
 def _with(stream=lambda: 0x5EA, runtime=None, values=None):
     x = FakeTensor(A0, tl.float32)
-    values = values or (x, x, x, 1024, 256)
-    ck = prepared(K.add_kernel, values)[1]
-    from launcher import triton_adapter as A
-
-    spec = A.spec_from_triton(ck.src, ck.metadata)
-    return PreparedLaunch(spec, A.jit_parameters(K.add_kernel), values, {}, (4,), function=0xF00, stream=stream,
-                          runtime=runtime, compiled=ck, dry_run=True)
+    return prepared(K.add_kernel, values or (x, x, x, 1024, 256), stream=stream, runtime=runtime)[0]
 
 
 def test_a_hook_read_that_closes_the_launch_refuses_the_call_and_does_not_crash():
