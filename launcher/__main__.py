@@ -167,6 +167,8 @@ def main(argv=None) -> int:
                    help="where bench.json, bench.md and bench.png go ($LAUNCHER_BENCH_OUT, else ./bench-results)")
     b.add_argument("--rounds", type=int, help="interleaved rounds per kernel (default 40)")
     b.add_argument("--batch", type=int, help="launches per path per round (default 500)")
+    b.add_argument("--cpu", default="auto", metavar="auto|all|N",
+                   help="pin the suite to the least busy CPU (auto, the default), to CPU N, or not at all (all)")
     b.add_argument("-k", dest="select", metavar="EXPR", help="only the suite's tests matching EXPR (pytest -k)")
     b.add_argument("--report", metavar="JSON", help="write bench.md and bench.png from an earlier bench.json")
     b.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),

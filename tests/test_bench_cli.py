@@ -146,3 +146,42 @@ def test_a_failing_suite_is_a_non_zero_exit_even_with_results(monkeypatch, tmp_p
     monkeypatch.setattr(cli, "SUITE", fake)
     assert cli.run_suite(_args(tmp_path / "out")) == cli.EXIT_FAILED
     assert (tmp_path / "out" / "bench.md").exists()
+
+
+def test_cpu_choice_auto_calibrates_every_allowed_cpu_and_leaves_this_process_as_it_was():
+    """--cpu auto: the suite's child is pinned to the fastest CPU at a Python loop; the command's
+    own process keeps its affinity (the calibration moves it from CPU to CPU)."""
+    from launcher.bench import cpu
+
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no sched_setaffinity on this platform")
+    before = os.sched_getaffinity(0)
+    choice = cpu.choose("auto")
+    assert os.sched_getaffinity(0) == before
+    assert {int(c) for c in choice["calibration"]} == before and choice["cpu"] in before
+    assert choice["calibration"][str(choice["cpu"])] == min(choice["calibration"].values())
+    out = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                         capture_output=True, text=True, preexec_fn=cpu.pinner(choice), check=True)
+    assert out.stdout.strip() == f"[{choice['cpu']}]"
+    assert f"Pinned to CPU {choice['cpu']}, the fastest of {len(before)}" in cpu.describe(choice)
+
+
+def test_cpu_choice_all_and_a_number_and_a_cpu_not_allowed():
+    from launcher.bench import cpu
+
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no sched_setaffinity on this platform")
+    assert cpu.choose("all") == {"how": "all", "cpu": None} and cpu.pinner({"cpu": None}) is None
+    assert "Not pinned" in cpu.describe(cpu.choose("all"))
+    first = min(os.sched_getaffinity(0))
+    assert cpu.choose(str(first)) == {"how": "given", "cpu": first}
+    with pytest.raises(ValueError, match="may run on CPUs"):
+        cpu.choose(str(max(os.sched_getaffinity(0)) + 1000))
+    with pytest.raises(ValueError, match="auto, all or a CPU number"):
+        cpu.choose("fastest")
+
+
+def test_a_bad_cpu_is_a_bad_input_exit_before_anything_runs(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(cli, "preflight", lambda: None)
+    assert cli.run_suite(_args(tmp_path / "out", cpu="nope")) == cli.EXIT_BAD_INPUT
+    assert "--cpu takes auto, all or a CPU number" in capsys.readouterr().err

@@ -1,13 +1,14 @@
 """`python -m launcher bench`: run the launch-latency suite on this GPU and report it, re-report a
 JSON, or compare two runs.
 
-    python -m launcher bench [--out DIR] [--rounds N] [--batch N] [-k EXPR] [-- PYTEST ARGS]
+    python -m launcher bench [--out DIR] [--rounds N] [--batch N] [--cpu auto|all|N] [-k EXPR] [-- PYTEST ARGS]
     python -m launcher bench --report bench.json [--out DIR]
     python -m launcher bench --compare A.json B.json [--tolerance 0.10] [--hot-only] [--out DIR]
 
 A run writes DIR/bench.json (pytest-benchmark's JSON: `--benchmark-compare` and
 `pytest-benchmark compare` read it), DIR/bench.md and DIR/bench.png. The suite is the module
-launcher/bench/suite.py of the installed package, run by pytest in a process of its own.
+launcher/bench/suite.py of the installed package, run by pytest in a process of its own, pinned
+to one CPU (launcher/bench/cpu.py: by default the least busy one).
 
 Exit status of a run: 0 when everything measured; 1 when some test of the suite failed (what
 was measured is still reported); 3 when nothing can be measured here (no GPU, no torch, no
@@ -17,6 +18,7 @@ every ratio agrees, 1 when one differs or is missing, 2 when a file cannot be re
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -75,7 +77,15 @@ def run_suite(args) -> int:
     json_path = out / "bench.json"
     if json_path.exists():
         json_path.unlink()  # a stale file must never be reported as this run
+    from launcher.bench import cpu
+
+    try:
+        choice = cpu.choose(getattr(args, "cpu", None) or "auto")
+    except ValueError as e:
+        print(f"python -m launcher bench: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     env = dict(os.environ)
+    env[cpu.ENV] = json.dumps(choice)
     for flag, var in (("rounds", "LAUNCHER_BENCH_ROUNDS"), ("batch", "LAUNCHER_BENCH_BATCH")):
         value = getattr(args, flag, None)
         if value is not None:
@@ -90,7 +100,7 @@ def run_suite(args) -> int:
     # No ini file and no conftest from above the package: the suite runs the same from a wheel
     # and from a checkout. cwd is the output folder, so that a checkout in the current folder is
     # not imported in place of the installed package.
-    rc = subprocess.call(cmd, cwd=out, env=env)
+    rc = subprocess.call(cmd, cwd=out, env=env, preexec_fn=cpu.pinner(choice))
     if not json_path.exists():
         if rc in (0, 5):  # 5: every test skipped or deselected
             print(f"python -m launcher bench: nothing measured: the suite skipped everything (pytest exited {rc})",

@@ -9,6 +9,8 @@ import platform
 import shutil
 import subprocess
 
+from launcher.bench import cpu
+
 
 def _version(module: str, dist: str):
     try:
@@ -51,6 +53,8 @@ def collect() -> dict:
         "cuda_core": _version("cuda.core", "cuda-core"),
         "driver": _nvidia_smi_driver(),
         "TRITON_BACKENDS_IN_TREE": os.environ.get("TRITON_BACKENDS_IN_TREE"),
+        "cpu_choice": cpu.recorded(),
+        "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
     }
     try:
         import triton

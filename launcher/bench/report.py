@@ -12,6 +12,7 @@ import argparse
 import math
 import sys
 
+from launcher.bench import cpu
 from launcher.bench import names as N
 from launcher.bench import results as R
 from launcher.bench.stats import summary
@@ -77,6 +78,9 @@ def markdown(run: R.Run) -> str:
     date = (env.get("date") or run.datetime or "?")[:10]
     title = f"# Launch latency: Triton {env.get('triton', '?')}, {env.get('gpu', '?')}, {date}"
     lines = [title, "", env_line(env), ""]
+    pinned = cpu.describe(env.get("cpu_choice"))
+    if pinned:
+        lines += [pinned, ""]
     if hot:
         g0 = hot[0]
         lines += [f"Method: {g0.rounds} interleaved rounds per kernel after {g0.info.get('warmup_rounds', 0)} "
