@@ -1,4 +1,5 @@
-/* launcher._call: the call of a prepared launch, in C (launcher.prepared.PreparedLaunch).
+/* launcher._call: the call of a prepared launch, in C (launcher.prepared.PreparedLaunch), and
+ * the common encode of a host tensor descriptor (launcher.tensormap.DescriptorEncoder; below).
  *
  * `p()` and `p(*args)` of a prepared launch are the calls a decode loop makes again and again,
  * so they are a C type's tp_call: no Python frame, no cffi call, no struct.pack.  What is
@@ -746,16 +747,212 @@ static PyType_Spec fc_spec = {
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, fc_slots,
 };
 
+/* ---- host tensor descriptors: launcher.tensormap.DescriptorEncoder's common call in C ----
+ *
+ * A TMA-lowered kernel takes a host TensorDescriptor as (CUtensorMap bytes, *shape, *strides).
+ * DescEncoder(fallback, ndim, check_tf32) is called with the descriptor, as the Python encoder
+ * is: a descriptor whose base is an int or has data_ptr(), whose shape and strides are lists
+ * or tuples of `ndim` ints (the last stride 1), with padding "zero" or "nan" and no tf32
+ * rounding asked for, is encoded here with the format Python armed for that padding (_arm),
+ * in one call of the native library's launcher_encode_tensor_map, with no cache (an encode
+ * costs less than a cache's key).  Everything else, an encoder failure included, goes to
+ * `fallback` (the Python DescriptorEncoder), which checks, encodes and explains: this code
+ * never raises about a descriptor, it only declines. */
+typedef int (*encode_fn)(char *out, const void *format, uint64_t address, const int64_t *dims);
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fallback;        /* desc -> values: the Python encoder */
+    encode_fn encode;          /* launcher_encode_tensor_map, once armed */
+    const void *format[2];     /* by padding (zero, nan); NULL: not armed, the fallback encodes */
+    PyObject *keep[2];         /* what owns each format */
+    Py_ssize_t ndim;
+    int check_tf32;            /* the kernel's release reads round_f32_to_tf32: set, it declines */
+} DescEncoder;
+
+static PyObject *s_base, *s_shape, *s_strides, *s_padding, *s_tf32;
+
+/* The ints of a list or tuple of n exact ints into dims; 0 (no error set) when it is not one. */
+static int int_items(PyObject *seq, Py_ssize_t n, int64_t *dims) {
+    int is_list = PyList_Check(seq);
+    if (!is_list && !PyTuple_Check(seq)) return 0;
+    if ((is_list ? PyList_Size(seq) : PyTuple_Size(seq)) != n) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = is_list ? PyList_GetItem(seq, i) : PyTuple_GetItem(seq, i);
+        if (!v || !PyLong_CheckExact(v)) { PyErr_Clear(); return 0; }
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
+        dims[i] = x;
+    }
+    return 1;
+}
+
+/* The encoded values of `desc`, or NULL without an error where the fallback must take it. */
+static PyObject *desc_fast(DescEncoder *self, PyObject *desc) {
+    PyObject *base = NULL, *shape = NULL, *strides = NULL, *padding = NULL, *result = NULL;
+    int64_t dims[10];
+    uint64_t address;
+    const Py_ssize_t n = self->ndim;
+    if (!self->encode || n < 1 || n > 5) return NULL;
+    if (!(base = PyObject_GetAttr(desc, s_base))) goto decline;
+    if (PyLong_CheckExact(base)) {
+        address = PyLong_AsUnsignedLongLong(base);
+    } else {
+        PyObject *p = PyObject_CallMethodObjArgs(base, s_data_ptr, NULL);
+        if (!p) goto decline;
+        address = PyLong_CheckExact(p) ? PyLong_AsUnsignedLongLong(p) : (unsigned long long)-1;
+        Py_DECREF(p);
+    }
+    if (address == (uint64_t)-1) goto decline;  /* not an address (or a negative one): Python says so */
+    if (!(padding = PyObject_GetAttr(desc, s_padding)) || !PyUnicode_Check(padding)) goto decline;
+    int nan = PyUnicode_CompareWithASCIIString(padding, "nan") == 0;
+    if (!nan && PyUnicode_CompareWithASCIIString(padding, "zero") != 0) goto decline;
+    if (!self->format[nan]) goto decline;
+    if (self->check_tf32) {
+        PyObject *r = PyObject_GetAttr(desc, s_tf32);
+        if (!r) PyErr_Clear();
+        int plain = !r || r == Py_False;
+        Py_XDECREF(r);
+        if (!plain) goto decline;
+    }
+    if (!(shape = PyObject_GetAttr(desc, s_shape)) || !int_items(shape, n, dims)) goto decline;
+    if (!(strides = PyObject_GetAttr(desc, s_strides)) || !int_items(strides, n, dims + n)) goto decline;
+    if (dims[2 * n - 1] != 1) goto decline;
+    char map[128];
+    if (self->encode(map, self->format[nan], address, dims) != 0) goto decline;
+    if (!(result = PyTuple_New(1 + 2 * n))) goto decline;
+    PyObject *data = PyBytes_FromStringAndSize(map, 128);
+    if (!data) goto decline;
+    PyTuple_SetItem(result, 0, data);
+    PyObject *seqs[2] = {shape, strides};
+    for (int k = 0; k < 2; k++) {
+        int is_list = PyList_Check(seqs[k]);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *v = is_list ? PyList_GetItem(seqs[k], i) : PyTuple_GetItem(seqs[k], i);
+            Py_INCREF(v);
+            PyTuple_SetItem(result, 1 + k * n + i, v);
+        }
+    }
+    Py_DECREF(base); Py_DECREF(shape); Py_DECREF(strides); Py_DECREF(padding);
+    return result;
+decline:  /* an error on the way (an attribute missing, no memory) is the fallback's to meet again */
+    PyErr_Clear();
+    Py_XDECREF(result); Py_XDECREF(base); Py_XDECREF(shape); Py_XDECREF(strides); Py_XDECREF(padding);
+    return NULL;
+}
+
+static PyObject *de_call(PyObject *op, PyObject *args, PyObject *kwargs) {
+    DescEncoder *self = (DescEncoder *)op;
+    if (!kwargs && PyTuple_Size(args) == 1) {
+        PyObject *out = desc_fast(self, PyTuple_GetItem(args, 0));
+        if (out) return out;
+    }
+    return PyObject_Call(self->fallback, args, kwargs);
+}
+
+static PyObject *de_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *fallback;
+    Py_ssize_t ndim;
+    int check_tf32;
+    static char *names[] = {"fallback", "ndim", "check_tf32", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Onp", names, &fallback, &ndim, &check_tf32)) return NULL;
+    if (!PyCallable_Check(fallback)) { PyErr_SetString(PyExc_TypeError, "DescEncoder: fallback must be callable"); return NULL; }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    DescEncoder *self = (DescEncoder *)alloc(type, 0);
+    if (!self) return NULL;
+    self->fallback = Py_NewRef(fallback);
+    self->ndim = ndim;
+    self->check_tf32 = check_tf32;
+    return (PyObject *)self;
+}
+
+/* _arm(nan, encode_address, format_address, keep): descriptors with that padding are encoded
+ * here from now on, with the format at format_address (kept alive through `keep`). */
+static PyObject *de_arm(PyObject *op, PyObject *args) {
+    DescEncoder *self = (DescEncoder *)op;
+    int nan;
+    unsigned long long fn, fmt;
+    PyObject *keep;
+    if (!PyArg_ParseTuple(args, "pKKO", &nan, &fn, &fmt, &keep)) return NULL;
+    if (!fn || !fmt) { PyErr_SetString(PyExc_ValueError, "DescEncoder._arm: null address"); return NULL; }
+    PyObject *old = self->keep[nan];
+    self->keep[nan] = Py_NewRef(keep);
+    Py_XDECREF(old);
+    self->encode = (encode_fn)(uintptr_t)fn;
+    self->format[nan] = (const void *)(uintptr_t)fmt;
+    Py_RETURN_NONE;
+}
+
+static PyObject *de_armed(PyObject *op, PyObject *unused) {
+    DescEncoder *self = (DescEncoder *)op;
+    return Py_BuildValue("(OO)", self->format[0] ? Py_True : Py_False, self->format[1] ? Py_True : Py_False);
+}
+
+static int de_traverse(PyObject *op, visitproc visit, void *arg) {
+    DescEncoder *self = (DescEncoder *)op;
+    Py_VISIT(Py_TYPE(op));
+    Py_VISIT(self->fallback); Py_VISIT(self->keep[0]); Py_VISIT(self->keep[1]);
+    return 0;
+}
+
+static int de_clear(PyObject *op) {
+    DescEncoder *self = (DescEncoder *)op;
+    self->format[0] = self->format[1] = NULL;
+    self->encode = NULL;
+    Py_CLEAR(self->fallback); Py_CLEAR(self->keep[0]); Py_CLEAR(self->keep[1]);
+    return 0;
+}
+
+static void de_dealloc(PyObject *op) {
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    de_clear(op);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(op);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef de_methods[] = {
+    {"_arm", de_arm, METH_VARARGS, "_arm(nan, encode_address, format_address, keep): encode that padding in C."},
+    {"_armed", de_armed, METH_NOARGS, "(zero padding, NaN padding) encoded in C."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot de_slots[] = {
+    {Py_tp_new, de_new},
+    {Py_tp_call, de_call},
+    {Py_tp_traverse, de_traverse},
+    {Py_tp_clear, de_clear},
+    {Py_tp_dealloc, de_dealloc},
+    {Py_tp_methods, de_methods},
+    {Py_tp_doc, "DescEncoder(fallback, ndim, check_tf32): a host tensor descriptor's values, encoded in C "
+                "(launcher.tensormap.DescriptorEncoder)."},
+    {0, NULL},
+};
+
+static PyType_Spec de_spec = {
+    "launcher._call.DescEncoder", sizeof(DescEncoder), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, de_slots,
+};
+
 static int exec_module(PyObject *m) {
     if (!(s_calls = PyUnicode_InternFromString("calls")) || !(s_dtype = PyUnicode_InternFromString("dtype"))
             || !(s_data_ptr = PyUnicode_InternFromString("data_ptr"))
             || !(s_enter = PyUnicode_InternFromString("launch_enter_hook"))
             || !(s_exit = PyUnicode_InternFromString("launch_exit_hook"))
-            || !(s_launch = PyUnicode_InternFromString("launch")) || !(s_failed = PyUnicode_InternFromString("_failed")))
+            || !(s_launch = PyUnicode_InternFromString("launch")) || !(s_failed = PyUnicode_InternFromString("_failed"))
+            || !(s_base = PyUnicode_InternFromString("base")) || !(s_shape = PyUnicode_InternFromString("shape"))
+            || !(s_strides = PyUnicode_InternFromString("strides"))
+            || !(s_padding = PyUnicode_InternFromString("padding"))
+            || !(s_tf32 = PyUnicode_InternFromString("round_f32_to_tf32")))
         return -1;
-    PyObject *t = PyType_FromSpec(&fc_spec);
-    if (!t) return -1;
-    if (PyModule_AddObject(m, "FastCall", t) < 0) { Py_DECREF(t); return -1; }
+    PyType_Spec *specs[2] = {&fc_spec, &de_spec};
+    const char *names[2] = {"FastCall", "DescEncoder"};
+    for (int i = 0; i < 2; i++) {
+        PyObject *t = PyType_FromSpec(specs[i]);
+        if (!t) return -1;
+        if (PyModule_AddObject(m, names[i], t) < 0) { Py_DECREF(t); return -1; }
+    }
     return 0;
 }
 
@@ -763,7 +960,8 @@ static PyModuleDef_Slot module_slots[] = {{Py_mod_exec, exec_module}, {0, NULL}}
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "launcher._call",
-    "The C call of prepared launches (launcher.prepared); see cdefs/call.c.", 0, NULL, module_slots, NULL, NULL, NULL,
+    "The C calls of prepared launches (launcher.prepared) and host descriptor encoding (launcher.tensormap); "
+    "see cdefs/call.c.", 0, NULL, module_slots, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__call(void) { return PyModuleDef_Init(&module); }

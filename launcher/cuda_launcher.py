@@ -31,7 +31,7 @@ import types
 
 from launcher import arguments, codegen, driver, errors, triton_adapter
 from launcher import spec as S
-from launcher.tensormap import DescriptorEncoder, TensorMap, decomposer, tensormap_bytes
+from launcher.tensormap import TensorMap, decomposer, descriptor_encoder, tensormap_bytes
 
 log = logging.getLogger("launcher")
 
@@ -389,7 +389,7 @@ class _Shape:
                 if a.kind == "tuple":
                     visit(a.children, path)
                 elif a.kind == "tensordesc":
-                    encoders[path] = (DescriptorEncoder(a.desc.meta, a.desc.ndim, spec.conventions)
+                    encoders[path] = (descriptor_encoder(a.desc.meta, a.desc.ndim, spec.conventions)
                                       if a.desc.tma is not None else decomposer(spec.conventions.tensordesc_tf32_flag, a.desc.ndim))
 
         visit(layout.args, ())

@@ -320,6 +320,7 @@ def tensor_map_encoder(elem_type: int, box, elem_size: int, interleave: int, swi
                              "device (a CPU tensor?)")
         raise error(rc, "cuTensorMapEncodeTiled")
 
+    encode.format = fmt  # for launcher._call.DescEncoder, which calls the C function itself (None: refused)
     return encode
 
 

@@ -7,7 +7,8 @@ CUTLASS bit-21 workaround where the kernel's Triton release applies it) around t
 encoder. `DescriptorEncoder` turns a host `TensorDescriptor` into the parameters a TMA-lowered
 kernel takes, and remembers the maps it encoded (a map depends only on the address, shape,
 strides and the kernel's block/swizzle), so a launch with the same tensor again does not encode
-again.
+again. `descriptor_encoder` puts the C encoder of launcher._call (cdefs/call.c) in front of it:
+the common descriptor is encoded there in one C call, the rest comes here.
 """
 from __future__ import annotations
 
@@ -140,6 +141,7 @@ class DescriptorEncoder:
         self.clear_bit21 = conventions.tma_clear_bit21
         self._encoders = {}  # (NaN padding, tf32) -> driver.tensor_map_encoder's function, made at its first encode
         self.cache = {}
+        self.fast = None  # the C encoder in front of this one (descriptor_encoder), armed with each format made
 
     def __call__(self, desc):
         shape = tuple(desc.shape)
@@ -168,12 +170,29 @@ class DescriptorEncoder:
         if encode is None:  # the driver's version decides the bit-21 workaround: asked here, not on the CPU tests' path
             encode = self._encoders[nan, tf32] = _map_encoder(self.swizzle, self.elem_size, elem_type, self.box, nan,
                                                               _bit21_below(self.clear_bit21))
+            fmt = getattr(encode, "format", None)
+            if self.fast is not None and not tf32 and fmt is not None:  # tf32-rounded maps stay here
+                self.fast._arm(nan, driver.entry_address("launcher_encode_tensor_map"), driver.address(fmt), fmt)
         data = _encode_with(encode, address, shape, strides, self.swizzle, self.elem_size, elem_type, self.box,
                             1 if nan else 0)
         if len(self.cache) >= self.MAX_CACHED:
             self.cache.clear()
         self.cache[key] = data
         return data
+
+
+def descriptor_encoder(meta: dict, ndim: int, conventions):
+    """The encoder of one TMA-lowered descriptor parameter: launcher._call.DescEncoder, which
+    encodes a common descriptor (an address, `ndim` int sizes and strides, the last stride 1,
+    zero or NaN padding, no tf32 rounding) in one C call, in front of a DescriptorEncoder that
+    takes everything else and explains what is wrong. fp4-padded descriptors stay in Python."""
+    from launcher._call import DescEncoder
+
+    slow = DescriptorEncoder(meta, ndim, conventions)
+    if slow.fp4_padded:
+        return slow
+    slow.fast = DescEncoder(slow, ndim, slow.tma_tf32)
+    return slow.fast
 
 
 def decomposer(tf32_flag: bool, ndim: int):

@@ -45,3 +45,34 @@ def test_our_tensor_map_is_tritons(stock_fill, shape, block, elem_size, elem_typ
     args = (t.data_ptr(), swizzle, elem_size, elem_type, list(block), list(shape), strides, padding)
     ours = encode_tiled(*args, clear_bit21=triton_adapter.release().conventions.tma_clear_bit21).data
     assert ours == stock_fill(*args)
+
+
+@pytest.mark.parametrize("shape, block, elem_size, elem_type, swizzle, padding", CASES)
+def test_a_descriptor_encoded_in_c_is_tritons_map(stock_fill, shape, block, elem_size, elem_type, swizzle, padding):
+    """The encoder a launch uses for a host TensorDescriptor (launcher._call.DescEncoder once its
+    first encode armed it, cdefs/call.c) gives Triton's map for new memory, and what the Python
+    encoder gives."""
+    import types
+
+    from launcher.tensormap import TMA_DTYPE_DEVICE_TO_HOST, DescriptorEncoder, descriptor_encoder
+
+    conventions = triton_adapter.release().conventions
+    device_type = next(d for d, h in TMA_DTYPE_DEVICE_TO_HOST.items() if h == elem_type)
+    meta = {"swizzle": swizzle, "elem_size": elem_size, "elem_type": device_type, "block_size": list(block)}
+    n = 1
+    for s in shape:
+        n *= s
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    pad = "nan" if padding else "zero"
+    fast = descriptor_encoder(meta, len(shape), conventions)
+    for k in range(3):  # the first arms the C path, the others are encoded there
+        t = torch.zeros(n * elem_size + 16 * k, device="cuda", dtype=torch.uint8)[16 * k:]
+        d = types.SimpleNamespace(base=t, shape=list(shape), strides=list(strides), padding=pad)
+        got = fast(d)
+        assert fast._armed()[padding], "the C path is armed after the first encode"
+        assert got[1:] == (*shape, *strides)
+        assert got[0] == stock_fill(t.data_ptr(), swizzle, elem_size, elem_type, list(block), list(shape), strides,
+                                    padding)
+        assert got == DescriptorEncoder(meta, len(shape), conventions)(d)
