@@ -163,7 +163,7 @@ def test_cpu_choice_auto_calibrates_every_allowed_cpu_and_leaves_this_process_as
     out = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
                          capture_output=True, text=True, preexec_fn=cpu.pinner(choice), check=True)
     assert out.stdout.strip() == f"[{choice['cpu']}]"
-    assert f"Pinned to CPU {choice['cpu']}, the fastest of {len(before)}" in cpu.describe(choice)
+    assert f"at the start CPU {choice['cpu']}, the fastest of {len(before)}" in cpu.describe(choice)
 
 
 def test_cpu_choice_all_and_a_number_and_a_cpu_not_allowed():
@@ -185,3 +185,28 @@ def test_a_bad_cpu_is_a_bad_input_exit_before_anything_runs(monkeypatch, tmp_pat
     monkeypatch.setattr(cli, "preflight", lambda: None)
     assert cli.run_suite(_args(tmp_path / "out", cpu="nope")) == cli.EXIT_BAD_INPUT
     assert "--cpu takes auto, all or a CPU number" in capsys.readouterr().err
+
+
+def test_the_settler_moves_to_the_fastest_cpu_only_when_its_own_is_slower(monkeypatch):
+    """Before each round the suite times every CPU the command could use and moves where its own
+    became more than 10% slower than the fastest; a run pinned by hand or not at all never moves."""
+    from launcher.bench import cpu
+
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no sched_setaffinity on this platform")
+    allowed = sorted(os.sched_getaffinity(0))
+    pinned = []
+    monkeypatch.setattr(cpu.os, "sched_setaffinity", lambda pid, cpus: pinned.append(set(cpus)))
+    monkeypatch.setattr(cpu.os, "sched_getaffinity", lambda pid: pinned[-1] if pinned else {0})
+    speeds = {0: 100.0, 1: 95.0, 2: 50.0}
+    monkeypatch.setattr(cpu, "calibrate", lambda c, reps=5: speeds[c])
+    s = cpu.Settler({"how": "auto", "cpu": 0, "calibration": {"0": 1, "1": 1, "2": 1}})
+    assert s() is True and pinned[-1] == {2}  # 0 is twice as slow as 2
+    speeds[0], speeds[2] = 45.0, 48.0
+    assert s() is False and pinned[-1] == {2}  # within 10% of the fastest: stays
+    speeds[2] = 80.0
+    assert s() is True and pinned[-1] == {0}
+    assert s.note() == "rounds ran on CPUs 0, 2; moved to a less busy one before 2 rounds"
+    for record in ({"how": "given", "cpu": 1}, {"how": "all", "cpu": None}, None):
+        assert cpu.Settler(record)() is False and cpu.Settler(record).note() is None
+    assert allowed  # the real affinity was never touched (patched above)

@@ -55,6 +55,21 @@ def test_each_round_runs_every_path_once_in_alternating_order_with_a_sync_before
     assert r.count == 4
 
 
+def test_a_round_after_a_move_of_cpu_runs_its_first_path_once_untimed():
+    """settle (the suite's move to the least busy CPU) runs before each round; after a move the
+    round's first path runs one untimed batch, so no path pays for the cold caches."""
+    clock = FakeClock()
+    paths = _paths(clock, {"a": 1000, "b": 2000})
+    moves = iter([True, False, True])
+    r = Rounds(paths, sync=lambda: clock.spend(0, "sync"), clock=clock,
+               settle=lambda: clock.spend(0, "settle") or next(moves))
+    r.run(rounds=3)
+    runs = [w for w in clock.log if w.startswith("run") or w == "settle"]
+    assert runs == ["settle", "run a", "run a", "run b", "settle", "run b", "run a", "settle", "run a", "run a",
+                    "run b"]
+    assert r.times == {"a": [1.0, 1.0, 1.0], "b": [2.0, 2.0, 2.0]}  # the untimed batches are not recorded
+
+
 def test_only_the_batch_is_timed_and_figures_are_per_op_in_microseconds():
     clock = FakeClock()
     r = Rounds(_paths(clock, {"a": 1500, "b": 4000}, ops=500),

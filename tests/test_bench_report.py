@@ -87,8 +87,8 @@ def test_the_header_says_which_cpu_ran_the_suite():
         b["extra_info"]["env"]["cpu_choice"] = {"how": "auto", "cpu": 4, "calibration": {"0": 180.0, "4": 95.0,
                                                                                            "8": 170.0}}
     md = report.markdown(results.from_data(data))
-    assert "Pinned to CPU 4, the fastest of 3 at a pure-Python calibration loop (95 µs; median of all 170 µs, " \
-           "slowest 180 µs)" in md
+    assert "at the start CPU 4, the fastest of 3 at a pure-Python calibration loop (95 µs; median of all 170 µs, " \
+           "slowest 180 µs)" in md and "every path of a round runs on the same CPU" in md
 
 
 def test_chart_is_written(tmp_path):

@@ -8,8 +8,9 @@ CPUs of one machine: a guard hit took 1.66-1.80x the floor on the quiet CPUs and
 the busy ones, a pure-Python loop 0.75-0.86 us against 1.29-1.54 us.
 
 `auto` (the default) times a short pure-Python loop on every CPU this process may use and runs
-the suite's process pinned to the fastest one: every path of a round, the floor and Triton's
-included, runs on that CPU. `all` leaves the affinity as it is; a number pins to that
+the suite's process pinned to the fastest one; before every round the suite times them all
+again and moves to the fastest when its own has become slower (Settler): every path of a
+round, the floor and Triton's included, runs on the same CPU. `all` leaves the affinity as it is; a number pins to that
 CPU. The report's header says which CPU ran, and what the others measured.
 """
 from __future__ import annotations
@@ -69,6 +70,38 @@ def choose(how: str = "auto") -> dict:
     return {"how": "auto", "cpu": best, "calibration": {str(c): round(t, 1) for c, t in timings.items()}}
 
 
+class Settler:
+    """Before each round (launcher.bench.rounds' settle): time every CPU the bench command could
+    use and move this thread to the fastest when the one it is on is more than `slack` slower.
+    Returns whether it moved; `moves` and `used` say how often and where, for the report."""
+
+    def __init__(self, record: dict | None, slack: float = 0.10):
+        cal = (record or {}).get("calibration") if (record or {}).get("how") == "auto" else None
+        self.cpus = sorted(int(c) for c in cal) if cal and hasattr(os, "sched_setaffinity") else []
+        self.slack = slack
+        self.moves = 0
+        self.used = set()
+
+    def __call__(self) -> bool:
+        if len(self.cpus) < 2:
+            return False
+        here = min(os.sched_getaffinity(0))
+        timings = {cpu: calibrate(cpu, reps=3) for cpu in self.cpus}
+        best = min(timings, key=timings.get)
+        moved = here not in timings or (best != here and timings[here] > timings[best] * (1 + self.slack))
+        target = best if moved else here
+        os.sched_setaffinity(0, {target})
+        self.used.add(target)
+        self.moves += moved
+        return moved
+
+    def note(self) -> str | None:
+        if not self.used:
+            return None
+        return (f"rounds ran on CPU{'s' if len(self.used) > 1 else ''} {', '.join(map(str, sorted(self.used)))}; "
+                f"moved to a less busy one before {self.moves} round{'s' if self.moves != 1 else ''}")
+
+
 def pinner(record: dict):
     """subprocess's preexec_fn that pins the child to the chosen CPU (None: not pinned)."""
     cpu = record.get("cpu")
@@ -89,9 +122,11 @@ def describe(record: dict | None) -> str:
     cal = {int(c): t for c, t in record.get("calibration", {}).items()}
     if not cal:
         return f"Pinned to CPU {cpu}."
-    return (f"Pinned to CPU {cpu}, the fastest of {len(cal)} at a pure-Python calibration loop "
-            f"({cal[cpu]:.0f} µs; median of all {statistics.median(cal.values()):.0f} µs, slowest "
-            f"{max(cal.values()):.0f} µs): every path of every round ran there.")
+    return (f"Pinned to one CPU at a time: at the start CPU {cpu}, the fastest of {len(cal)} at a "
+            f"pure-Python calibration loop ({cal[cpu]:.0f} µs; median of all {statistics.median(cal.values()):.0f} "
+            f"µs, slowest {max(cal.values()):.0f} µs). Before every round the loop runs on each CPU again and the "
+            "suite moves to the fastest where its own has become more than 10% slower (an untimed batch "
+            "follows a move): every path of a round runs on the same CPU.")
 
 
 def recorded() -> dict | None:

@@ -10,7 +10,9 @@ hold from run to run. One round, for each path in the round's order:
     path.after()    untimed: switching the mode off, checking what the batch did
 
 Even rounds run the paths in the given order, odd rounds in reverse, so that no path is always
-first after the synchronisation or always right after the same neighbour.
+first after the synchronisation or always right after the same neighbour. `settle`, where
+given, runs before each round (the suite moves to the least busy CPU there); when it says it
+moved, the round's first path runs one untimed batch first, so that no path pays for the move.
 
 Pure Python: the clock and the synchronisation are given, so the CPU tests drive it with fakes.
 """
@@ -47,7 +49,8 @@ class Rounds:
     """
 
     def __init__(self, paths, sync: Callable[[], object] = lambda: None,
-                 clock: Callable[[], int] = time.perf_counter_ns, unit: float = 1e3):
+                 clock: Callable[[], int] = time.perf_counter_ns, unit: float = 1e3,
+                 settle: Optional[Callable[[], bool]] = None):
         self.paths = list(paths)
         names = [p.name for p in self.paths]
         if len(set(names)) != len(names):
@@ -56,6 +59,7 @@ class Rounds:
             if p.ops < 1:
                 raise ValueError(f"path {p.name!r}: ops must be at least 1, got {p.ops}")
         self.sync = sync
+        self.settle = settle
         self.clock = clock
         self.unit = unit
         self.times = {name: [] for name in names}
@@ -65,6 +69,8 @@ class Rounds:
     def round(self, record: bool = True) -> None:
         order = round_order(self.paths, self.count)
         self.count += 1
+        if self.settle is not None and self.settle() and order:
+            self._untimed(order[0])
         measured = []
         for p in order:
             if p.before is not None:
@@ -80,6 +86,14 @@ class Rounds:
             for name, value in measured:
                 self.times[name].append(value)
             self.orders.append([name for name, _ in measured])
+
+    def _untimed(self, p: Path) -> None:
+        if p.before is not None:
+            p.before()
+        self.sync()
+        p.run()
+        if p.after is not None:
+            p.after()
 
     def warmup(self, rounds: int) -> None:
         for _ in range(rounds):

@@ -42,6 +42,7 @@ import triton  # noqa: E402
 from triton import knobs  # noqa: E402
 
 import launcher  # noqa: E402
+from launcher.bench import cpu  # noqa: E402
 from launcher.bench import env as bench_env  # noqa: E402
 from launcher.bench import kernels as K  # noqa: E402
 from launcher.bench import names as N  # noqa: E402
@@ -93,16 +94,24 @@ def record(benchmark, env, kind, group, times, *, unit, ops, warmup, skipped=Non
     benchmark.extra_info.update(
         launcher_bench=LAYOUT, kind=kind, group=group, unit=unit, ops_per_batch=ops, rounds=rounds,
         warmup_rounds=warmup, order=ORDER, paths={k: list(v) for k, v in times.items()},
-        skipped=dict(skipped or {}), invalid=dict(invalid or {}), notes=dict(notes or {}),
+        skipped=dict(skipped or {}), invalid=dict(invalid or {}), notes={**(notes or {}), **_cpu_note},
         ratios=[list(r) for r in ratios or []], env=env, **extra)
 
 
+_cpu_note = {}  # the CPUs the last timed_rounds ran on (cpu.Settler.note), for record()'s notes
+
+
 def timed_rounds(benchmark, paths, rounds, warmup):
-    """Run `rounds` recorded rounds under pytest-benchmark (after `warmup` unrecorded ones)."""
-    r = Rounds(paths, sync=sync)
+    """Run `rounds` recorded rounds under pytest-benchmark (after `warmup` unrecorded ones), each
+    on the least busy CPU (launcher.bench.cpu.Settler, where the bench command pinned the suite)."""
+    settler = cpu.Settler(cpu.recorded())
+    r = Rounds(paths, sync=sync, settle=settler)
     r.warmup(warmup)
     benchmark.pedantic(r.round, rounds=rounds, iterations=1, warmup_rounds=0)
     sync()
+    _cpu_note.clear()
+    if settler.note():
+        _cpu_note["CPU"] = settler.note()
     return r
 
 
