@@ -70,6 +70,16 @@ def test_a_round_after_a_move_of_cpu_runs_its_first_path_once_untimed():
     assert r.times == {"a": [1.0, 1.0, 1.0], "b": [2.0, 2.0, 2.0]}  # the untimed batches are not recorded
 
 
+def test_paths_that_cannot_run_twice_get_no_untimed_batch_after_a_move():
+    """The cold tests' batches each take the next of a fixed set of new kernels: rerun_after_move
+    off, a move only settles, and every batch run is a recorded one."""
+    clock = FakeClock()
+    paths = _paths(clock, {"a": 1000, "b": 2000})
+    r = Rounds(paths, sync=lambda: None, clock=clock, settle=lambda: True, rerun_after_move=False)
+    r.run(rounds=2)
+    assert [w for w in clock.log if w.startswith("run")] == ["run a", "run b", "run b", "run a"]
+
+
 def test_only_the_batch_is_timed_and_figures_are_per_op_in_microseconds():
     clock = FakeClock()
     r = Rounds(_paths(clock, {"a": 1500, "b": 4000}, ops=500),

@@ -12,7 +12,9 @@ hold from run to run. One round, for each path in the round's order:
 Even rounds run the paths in the given order, odd rounds in reverse, so that no path is always
 first after the synchronisation or always right after the same neighbour. `settle`, where
 given, runs before each round (the suite moves to the least busy CPU there); when it says it
-moved, the round's first path runs one untimed batch first, so that no path pays for the move.
+moved, the round's first path runs one untimed batch first (rerun_after_move), so that no path
+pays for the move. Paths whose batches cannot run twice (each takes the next of a fixed set of
+new kernels) leave that off: with the order alternating, the paths share the move's cost.
 
 Pure Python: the clock and the synchronisation are given, so the CPU tests drive it with fakes.
 """
@@ -50,7 +52,7 @@ class Rounds:
 
     def __init__(self, paths, sync: Callable[[], object] = lambda: None,
                  clock: Callable[[], int] = time.perf_counter_ns, unit: float = 1e3,
-                 settle: Optional[Callable[[], bool]] = None):
+                 settle: Optional[Callable[[], bool]] = None, rerun_after_move: bool = True):
         self.paths = list(paths)
         names = [p.name for p in self.paths]
         if len(set(names)) != len(names):
@@ -60,6 +62,7 @@ class Rounds:
                 raise ValueError(f"path {p.name!r}: ops must be at least 1, got {p.ops}")
         self.sync = sync
         self.settle = settle
+        self.rerun_after_move = rerun_after_move
         self.clock = clock
         self.unit = unit
         self.times = {name: [] for name in names}
@@ -69,7 +72,7 @@ class Rounds:
     def round(self, record: bool = True) -> None:
         order = round_order(self.paths, self.count)
         self.count += 1
-        if self.settle is not None and self.settle() and order:
+        if self.settle is not None and self.settle() and order and self.rerun_after_move:
             self._untimed(order[0])
         measured = []
         for p in order:

@@ -101,11 +101,13 @@ def record(benchmark, env, kind, group, times, *, unit, ops, warmup, skipped=Non
 _cpu_note = {}  # the CPUs the last timed_rounds ran on (cpu.Settler.note), for record()'s notes
 
 
-def timed_rounds(benchmark, paths, rounds, warmup):
+def timed_rounds(benchmark, paths, rounds, warmup, rerun=True):
     """Run `rounds` recorded rounds under pytest-benchmark (after `warmup` unrecorded ones), each
-    on the least busy CPU (launcher.bench.cpu.Settler, where the bench command pinned the suite)."""
+    on the least busy CPU (launcher.bench.cpu.Settler, where the bench command pinned the suite).
+    rerun=False for paths whose batches use up a fixed supply (new kernels, new guards): no
+    untimed batch after a move (launcher.bench.rounds)."""
     settler = cpu.Settler(cpu.recorded())
-    r = Rounds(paths, sync=sync, settle=settler)
+    r = Rounds(paths, sync=sync, settle=settler, rerun_after_move=rerun)
     r.warmup(warmup)
     benchmark.pedantic(r.round, rounds=rounds, iterations=1, warmup_rounds=0)
     sync()
@@ -607,7 +609,7 @@ def test_fast_dispatch_miss(benchmark, env):
     paths = [Path(N.MISS, run(True), MISS_BATCH, before(True), after),
              Path(N.TRITON_PATH, run(False), MISS_BATCH, before(False))]
     benchmark.group = "cold: " + N.FAST_MISS
-    r = timed_rounds(benchmark, paths, MISS_ROUNDS, 1)
+    r = timed_rounds(benchmark, paths, MISS_ROUNDS, 1, rerun=False)
     known = [b for b in counts[1:] if b is not None]
     invalid, notes = {}, {N.MISS: f"guard {how}"}
     if known and all(b.get("misses") is not None for b in known):
@@ -699,7 +701,7 @@ def test_cold_new_signature(benchmark, env, cold_kernels, tmp_path):
     paths = [path(N.OURS, launcher.CudaLauncher, before=clear_launcher_caches),
              path(N.STOCK, stock_cls, *((empty.on, empty.off) if STOCK_COMPILES_LAUNCHERS else (None, None)))]
     benchmark.group = "cold: " + N.COLD_NEW
-    r = timed_rounds(benchmark, paths, rounds, 1)
+    r = timed_rounds(benchmark, paths, rounds, 1, rerun=False)
     notes = {N.STOCK: "Triton %s: %s" % (triton.__version__, "gcc builds the launcher (empty Triton cache)"
                                          if STOCK_COMPILES_LAUNCHERS else "Triton's precompiled variadic launcher")}
     record(benchmark, env, "cold", N.COLD_NEW, r.times, unit="µs", ops=1, warmup=1, notes=notes,
@@ -732,7 +734,7 @@ def test_cold_same_shape(benchmark, env, cold_kernels):
 
     paths = [path(N.OURS, launcher.CudaLauncher, True), path(N.STOCK, stock_cls, False)]
     benchmark.group = "cold: " + N.COLD_SHAPE
-    r = timed_rounds(benchmark, paths, COLD_ROUNDS, 1)
+    r = timed_rounds(benchmark, paths, COLD_ROUNDS, 1, rerun=False)
     record(benchmark, env, "cold", N.COLD_SHAPE, r.times, unit="µs per launcher", ops=TWINS, warmup=1,
            ratios=[(N.OURS, N.STOCK)])
 
