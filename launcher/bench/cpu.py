@@ -10,8 +10,9 @@ the busy ones, a pure-Python loop 0.75-0.86 us against 1.29-1.54 us.
 `auto` (the default) times a short pure-Python loop on every CPU this process may use and runs
 the suite's process pinned to the fastest one; before every round the suite times them all
 again and moves to the fastest when its own has become slower (Settler): every path of a
-round, the floor and Triton's included, runs on the same CPU. `all` leaves the affinity as it is; a number pins to that
-CPU. The report's header says which CPU ran, and what the others measured.
+round, the floor and Triton's included, runs on the same CPU. `all` leaves the affinity as it
+is; a number pins to that CPU. The report's header says how the suite was pinned, and each
+test's notes where its rounds ran.
 """
 from __future__ import annotations
 
@@ -125,8 +126,8 @@ def describe(record: dict | None) -> str:
     return (f"Pinned to one CPU at a time: at the start CPU {cpu}, the fastest of {len(cal)} at a "
             f"pure-Python calibration loop ({cal[cpu]:.0f} µs; median of all {statistics.median(cal.values()):.0f} "
             f"µs, slowest {max(cal.values()):.0f} µs). Before every round the loop runs on each CPU again and the "
-            "suite moves to the fastest where its own has become more than 10% slower (an untimed batch "
-            "follows a move): every path of a round runs on the same CPU.")
+            "suite moves to the fastest where its own has become more than 10% slower (in the hot tests an "
+            "untimed batch follows a move): every path of a round runs on the same CPU.")
 
 
 def recorded() -> dict | None:
