@@ -22,6 +22,7 @@ import statistics
 import time
 
 ENV = "LAUNCHER_BENCH_CPU"  # what the suite records: JSON of choose()'s result
+SLACK = 0.10  # the Settler moves when its CPU is this much slower than the fastest
 
 
 def _loop() -> None:
@@ -76,7 +77,7 @@ class Settler:
     use and move this thread to the fastest when the one it is on is more than `slack` slower.
     Returns whether it moved; `moves` and `used` say how often and where, for the report."""
 
-    def __init__(self, record: dict | None, slack: float = 0.10):
+    def __init__(self, record: dict | None, slack: float = SLACK):
         cal = (record or {}).get("calibration") if (record or {}).get("how") == "auto" else None
         self.cpus = sorted(int(c) for c in cal) if cal and hasattr(os, "sched_setaffinity") else []
         self.slack = slack
@@ -126,7 +127,7 @@ def describe(record: dict | None) -> str:
     return (f"Pinned to one CPU at a time: at the start CPU {cpu}, the fastest of {len(cal)} at a "
             f"pure-Python calibration loop ({cal[cpu]:.0f} µs; median of all {statistics.median(cal.values()):.0f} "
             f"µs, slowest {max(cal.values()):.0f} µs). Before every round the loop runs on each CPU again and the "
-            "suite moves to the fastest where its own has become more than 10% slower (in the hot tests an "
+            f"suite moves to the fastest where its own has become more than {SLACK:.0%} slower (in the hot tests an "
             "untimed batch follows a move): every path of a round runs on the same CPU.")
 
 

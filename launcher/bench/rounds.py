@@ -73,30 +73,24 @@ class Rounds:
         order = round_order(self.paths, self.count)
         self.count += 1
         if self.settle is not None and self.settle() and order and self.rerun_after_move:
-            self._untimed(order[0])
-        measured = []
-        for p in order:
-            if p.before is not None:
-                p.before()
-            self.sync()
-            t0 = self.clock()
-            p.run()
-            t1 = self.clock()
-            if p.after is not None:
-                p.after()
-            measured.append((p.name, (t1 - t0) / p.ops / self.unit))
+            self._batch(order[0])  # untimed: what it measures is dropped
+        measured = [(p.name, self._batch(p) / p.ops / self.unit) for p in order]
         if record:
             for name, value in measured:
                 self.times[name].append(value)
             self.orders.append([name for name, _ in measured])
 
-    def _untimed(self, p: Path) -> None:
+    def _batch(self, p: Path) -> float:
+        """One batch of `p`: before, sync, the timed run, after; the run's time on the clock."""
         if p.before is not None:
             p.before()
         self.sync()
+        t0 = self.clock()
         p.run()
+        t1 = self.clock()
         if p.after is not None:
             p.after()
+        return t1 - t0
 
     def warmup(self, rounds: int) -> None:
         for _ in range(rounds):
