@@ -25,7 +25,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -34,7 +33,7 @@ typedef int (*launch_fn)(const void *plan, const char *args, size_t args_len);
 typedef int (*dry_run_fn)(const void *plan, const char *args, size_t args_len, char *out, size_t out_len);
 typedef int (*bound_fn)(void *bound, uint64_t stream);
 
-enum { K_CONSTEXPR, K_POINTER, K_INT, K_FLOAT, K_BOOL, K_TUPLE, K_CALL };
+enum { K_CONSTEXPR, K_POINTER, K_INT, K_FLOAT, K_BOOL, K_TUPLE, K_CALL, K_SKIP, K_ADDRESS };
 
 typedef struct check {
     int kind;
@@ -60,7 +59,7 @@ typedef struct {
     launch_fn launch; dry_run_fn dry_run; void *plan; PyObject *plan_keep;
     PyObject *template_;   /* bytes: the packed buffer with the function handle, zero elsewhere */
     Py_ssize_t size, stream_at, grid_at, out_size;
-    int has_grid; int32_t grid[3];
+    int32_t grid[3];
     PyObject *grid_fn, *names;  /* callable grid and the parameter names it is given */
     Py_ssize_t n_checks, n_min;
     PyObject *checks;      /* a capsule of n_checks checks; NULL: new arguments take the general path */
@@ -97,7 +96,19 @@ static int as_int128(PyObject *v, __int128 *out) {  /* an int in the i64 or u64 
     return 0;
 }
 
-static int code_ok(char c) { return c && strchr("?bBhHiIqQfdT", c) != NULL; }
+/* Bytes of a value of struct code c ('T': a 128-byte CUtensorMap), 0 for a code this file does not pack. */
+static int code_size(char c) {
+    switch (c) {
+    case '?': case 'b': case 'B': return 1;
+    case 'h': case 'H': return 2;
+    case 'i': case 'I': case 'f': return 4;
+    case 'q': case 'Q': case 'd': return 8;
+    case 'T': return 128;
+    }
+    return 0;
+}
+
+static int code_ok(char c) { return code_size(c) != 0; }
 
 static Py_ssize_t ssize_item(PyObject *t, Py_ssize_t i) {
     PyObject *o = PyTuple_GetItem(t, i);
@@ -128,7 +139,7 @@ static int checks_build(PyObject *seq, check **out, Py_ssize_t *n_out, Py_ssize_
 }
 
 static int offset_ok(Py_ssize_t offset, char code, Py_ssize_t limit) {
-    Py_ssize_t size = code == 'T' ? 128 : strchr("?bB", code) ? 1 : strchr("hH", code) ? 2 : strchr("iIf", code) ? 4 : 8;
+    Py_ssize_t size = code_size(code);
     if (offset < 0 || offset + size > limit) {
         PyErr_Format(PyExc_ValueError, "offset %zd (code %c) outside the %zd-byte buffer", offset, code, limit);
         return 0;
@@ -191,6 +202,18 @@ static int check_build(check *c, PyObject *t, Py_ssize_t limit) {
         c->kind = K_TUPLE;
         return checks_build(PyTuple_GetItem(t, 1), &c->items, &c->n, limit);
     }
+    if (!strcmp(kind, "skip")) {  /* (kind,): a constexpr the caller's key has decided (FlatLaunch) */
+        NEED(1);
+        c->kind = K_SKIP;
+        return 0;
+    }
+    if (!strcmp(kind, "address")) {  /* (kind, offset): an int address, or what data_ptr() gives (FlatLaunch) */
+        NEED(2);
+        c->kind = K_ADDRESS; c->code = 'Q';
+        c->offset = ssize_item(t, 1);
+        if (PyErr_Occurred()) return -1;
+        return offset_ok(c->offset, 'Q', limit) ? 0 : -1;
+    }
     if (!strcmp(kind, "call")) {  /* (kind, fn, ((offset, code), ...)): fn(arg) -> values or None */
         NEED(3);
         c->kind = K_CALL;
@@ -233,7 +256,7 @@ static int int_fits(__int128 v, char code) {
 
 static void put_int(char *buf, Py_ssize_t offset, char code, __int128 v) {  /* little-endian, as struct "<" */
     uint64_t u = (uint64_t)v;
-    int size = strchr("bB", code) ? 1 : strchr("hH", code) ? 2 : strchr("iI", code) ? 4 : 8;
+    int size = code_size(code);
     for (int i = 0; i < size; i++) buf[offset + i] = (char)(u >> (8 * i));
 }
 
@@ -326,6 +349,28 @@ static int check_pack(const check *c, PyObject *a, char *buf) {
             if (r != 1) return r;
         }
         return 1;
+    case K_SKIP:
+        return 1;
+    case K_ADDRESS: {  /* as the generated launch converts a pointer: an int, else data_ptr() (not None, not a bool) */
+        __int128 v;
+        if (PyLong_CheckExact(a)) {
+            if (as_int128(a, &v) < 0) { PyErr_Clear(); return 0; }
+        } else if (a == Py_None || PyBool_Check(a)) {
+            return 0;
+        } else {
+            PyObject *p = PyObject_CallMethodObjArgs(a, s_data_ptr, NULL);
+            if (!p) {
+                if (PyErr_ExceptionMatches(PyExc_Exception)) { PyErr_Clear(); return 0; }
+                return -1;
+            }
+            int ok = PyLong_CheckExact(p) && as_int128(p, &v) == 0;
+            Py_DECREF(p);
+            if (!ok) { PyErr_Clear(); return 0; }
+        }
+        if (!int_fits(v, 'Q')) return 0;
+        put_int(buf, c->offset, 'Q', v);
+        return 1;
+    }
     case K_CALL: {
         PyObject *vs = PyObject_CallFunctionObjArgs(c->obj, a, NULL);
         if (!vs) {
@@ -691,19 +736,24 @@ static int check_traverse(const check *c, visitproc visit, void *arg) {
     return 0;
 }
 
+static int capsule_traverse(PyObject *capsule, visitproc visit, void *arg) {
+    if (!capsule) return 0;
+    const check *cs = PyCapsule_GetPointer(capsule, CHECKS);
+    Py_ssize_t *n = PyCapsule_GetContext(capsule);
+    for (Py_ssize_t i = 0; cs && n && i < *n; i++) {
+        int r = check_traverse(&cs[i], visit, arg);
+        if (r) return r;
+    }
+    return 0;
+}
+
 /* The checks' objects (constexpr values, tensor classes, dtypes, descriptor functions) are
  * visited through the capsule that owns them, so that a cycle through one of them (a tensor
  * class that refers to the launch) is collected and the launch's module given back. */
 static int fc_traverse(PyObject *op, visitproc visit, void *arg) {
     FastCall *self = (FastCall *)op;
-    if (self->checks) {
-        const check *cs = PyCapsule_GetPointer(self->checks, CHECKS);
-        Py_ssize_t *n = PyCapsule_GetContext(self->checks);
-        for (Py_ssize_t i = 0; cs && n && i < *n; i++) {
-            int r = check_traverse(&cs[i], visit, arg);
-            if (r) return r;
-        }
-    }
+    int r = capsule_traverse(self->checks, visit, arg);
+    if (r) return r;
     Py_VISIT(Py_TYPE(op));
     Py_VISIT(self->stream_fn); Py_VISIT(self->stream_args); Py_VISIT(self->runtime); Py_VISIT(self->hook_chain);
     Py_VISIT(self->bound_keep); Py_VISIT(self->bound_buf); Py_VISIT(self->plan_keep); Py_VISIT(self->grid_fn);
@@ -745,6 +795,195 @@ static PyType_Slot fc_slots[] = {
 static PyType_Spec fc_spec = {
     "launcher._call.FastCall", sizeof(FastCall), 0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, fc_slots,
+};
+
+/* ---- the flat launch of a kernel launcher.fast_dispatch and bundles have chosen ----
+ *
+ * FlatLaunch(plan, plan_keep, launch, size, function_at, stream_at, grid_at, checks, dry_run=0,
+ * out_size=0, record=None) is made once per spec shape (launcher.cuda_launcher._Shape.flat):
+ * `checks` holds one check per kernel parameter, in order (skip for a constexpr, address for a
+ * pointer, int, float, bool, or a tuple of those).  Its bound method launch(function, stream,
+ * grid, *values) packs the header and every value into the shape's buffer and launches it, with
+ * no Python code between the call and the driver: None when launched, (status, packed bytes) when
+ * the driver refused (the caller's launcher raises with them), False when it declined: a value of
+ * another type or range than the checks take, a grid that is not a tuple or list of 1 to 3 ints,
+ * a count that does not fit.  A declined call is the caller's generated launch to make, which
+ * converts, checks and explains: like every path in this file, this one never raises about an
+ * argument.  The caller's key has decided what the compiled kernel assumed (alignment,
+ * constexprs); this only packs.  With record set it is a dry run: record(packed bytes, bytes the
+ * driver would receive) instead of the launch (the CPU tests).  Nothing here changes after it is
+ * made, so calls on several threads share it. */
+typedef struct {
+    PyObject_HEAD
+    launch_fn launch; dry_run_fn dry_run; const void *plan;
+    PyObject *plan_keep, *record, *checks;  /* checks: a capsule of n checks */
+    Py_ssize_t n, size, out_size, function_at, stream_at, grid_at;
+} FlatLaunch;
+
+/* An exact int that fits code (Q for handles): 1 with *out set, 0 (no error set) when not one. */
+static int exact_int(PyObject *v, char code, __int128 *out) {
+    if (!PyLong_CheckExact(v)) return 0;
+    if (as_int128(v, out) < 0) { PyErr_Clear(); return 0; }
+    return int_fits(*out, code);
+}
+
+static PyObject *fl_launch(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
+    FlatLaunch *self = (FlatLaunch *)op;
+    if (!self->checks || nargs != 3 + self->n) Py_RETURN_FALSE;
+    __int128 function, stream;
+    int32_t grid[3] = {1, 1, 1};
+    PyObject *g = args[2];
+    int is_list = PyList_CheckExact(g);
+    if (!exact_int(args[0], 'Q', &function) || !exact_int(args[1], 'Q', &stream) || (!is_list && !PyTuple_CheckExact(g)))
+        Py_RETURN_FALSE;
+    Py_ssize_t glen = is_list ? PyList_Size(g) : PyTuple_Size(g);
+    if (glen < 1 || glen > 3) Py_RETURN_FALSE;
+    for (Py_ssize_t i = 0; i < glen; i++) {  /* read before any value runs Python code (data_ptr) */
+        __int128 x;
+        if (!exact_int(is_list ? PyList_GetItem(g, i) : PyTuple_GetItem(g, i), 'i', &x)) Py_RETURN_FALSE;
+        grid[i] = (int32_t)x;
+    }
+    PyObject *capsule = Py_NewRef(self->checks), *keep = Py_NewRef(self->plan_keep);
+    PyObject *record = self->record ? Py_NewRef(self->record) : NULL;
+    const check *checks = PyCapsule_GetPointer(capsule, CHECKS);
+    const Py_ssize_t size = self->size;
+    PyObject *result = NULL;
+    char stack[4096], *buf = size <= (Py_ssize_t)sizeof stack ? stack : PyMem_Malloc(size);
+    if (!buf || !checks) { if (!PyErr_Occurred()) PyErr_NoMemory(); goto done; }
+    memset(buf, 0, size);
+    put_int(buf, self->function_at, 'Q', function);
+    put_int(buf, self->stream_at, 'Q', stream);
+    memcpy(buf + self->grid_at, grid, 12);
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        int r = check_pack(&checks[i], args[3 + i], buf);
+        if (r < 0) goto done;
+        if (!r) { result = Py_NewRef(Py_False); goto done; }
+    }
+    int rc;
+    if (record) {
+        Py_ssize_t out_len = self->out_size > 0 ? self->out_size : 1;
+        PyObject *out = PyBytes_FromStringAndSize(NULL, out_len);
+        if (!out) goto done;
+        rc = self->dry_run(self->plan, buf, (size_t)size, PyBytes_AsString(out), (size_t)out_len);
+        if (!rc) {
+            PyObject *packed = PyBytes_FromStringAndSize(buf, size);
+            PyObject *r = packed ? PyObject_CallFunctionObjArgs(record, packed, out, NULL) : NULL;
+            Py_XDECREF(packed);
+            Py_DECREF(out);
+            if (!r) goto done;
+            Py_DECREF(r);
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        Py_DECREF(out);
+    } else {
+        launch_fn launch = self->launch;
+        const void *plan = self->plan;
+        Py_BEGIN_ALLOW_THREADS
+        rc = launch(plan, buf, (size_t)size);
+        Py_END_ALLOW_THREADS
+        if (!rc) { result = Py_NewRef(Py_None); goto done; }
+    }
+    result = Py_BuildValue("(iy#)", rc, buf, size);
+done:
+    if (buf && buf != stack) PyMem_Free(buf);
+    Py_DECREF(capsule); Py_DECREF(keep); Py_XDECREF(record);
+    return result;
+}
+
+static PyObject *fl_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    unsigned long long plan, launch, dry_run = 0;
+    PyObject *plan_keep, *checks, *record = Py_None;
+    Py_ssize_t size, function_at, stream_at, grid_at, out_size = 0;
+    static char *names[] = {"plan", "plan_keep", "launch", "size", "function_at", "stream_at", "grid_at", "checks",
+                            "dry_run", "out_size", "record", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KOKnnnnO|KnO", names, &plan, &plan_keep, &launch, &size,
+                                     &function_at, &stream_at, &grid_at, &checks, &dry_run, &out_size, &record))
+        return NULL;
+    if (!plan || !launch || (record != Py_None && (!dry_run || !PyCallable_Check(record)))) {
+        PyErr_SetString(PyExc_ValueError, "FlatLaunch: a null address, or a record without a dry run");
+        return NULL;
+    }
+    if (size < 0 || out_size < 0 || function_at < 0 || function_at + 8 > size || stream_at < 0 || stream_at + 8 > size
+            || grid_at < 0 || grid_at + 12 > size) {
+        PyErr_SetString(PyExc_ValueError, "FlatLaunch: the header lies outside the buffer");
+        return NULL;
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    FlatLaunch *self = (FlatLaunch *)alloc(type, 0);
+    if (!self) return NULL;
+    self->plan = (const void *)(uintptr_t)plan;
+    self->launch = (launch_fn)(uintptr_t)launch;
+    self->dry_run = (dry_run_fn)(uintptr_t)dry_run;
+    self->plan_keep = Py_NewRef(plan_keep);
+    self->record = record == Py_None ? NULL : Py_NewRef(record);
+    self->size = size; self->out_size = out_size;
+    self->function_at = function_at; self->stream_at = stream_at; self->grid_at = grid_at;
+    check *cs = NULL;
+    Py_ssize_t n = 0, *count = PyMem_Malloc(sizeof(Py_ssize_t));
+    if (!count) { PyErr_NoMemory(); Py_DECREF(self); return NULL; }
+    int r = checks_build(checks, &cs, &n, size);
+    *count = n;
+    PyObject *capsule = cs ? PyCapsule_New(cs, CHECKS, checks_destroy) : NULL;
+    if (!capsule) {
+        for (Py_ssize_t i = 0; cs && i < n; i++) check_free(&cs[i]);
+        PyMem_Free(cs);
+        PyMem_Free(count);
+        Py_DECREF(self);
+        return NULL;
+    }
+    PyCapsule_SetContext(capsule, count);
+    if (r < 0) { Py_DECREF(capsule); Py_DECREF(self); return NULL; }
+    self->checks = capsule;
+    self->n = n;
+    return (PyObject *)self;
+}
+
+static int fl_traverse(PyObject *op, visitproc visit, void *arg) {
+    FlatLaunch *self = (FlatLaunch *)op;
+    int r = capsule_traverse(self->checks, visit, arg);
+    if (r) return r;
+    Py_VISIT(Py_TYPE(op));
+    Py_VISIT(self->plan_keep); Py_VISIT(self->record);
+    return 0;
+}
+
+static int fl_clear(PyObject *op) {
+    FlatLaunch *self = (FlatLaunch *)op;
+    self->n = 0;
+    Py_CLEAR(self->checks); Py_CLEAR(self->plan_keep); Py_CLEAR(self->record);
+    return 0;
+}
+
+static void fl_dealloc(PyObject *op) {
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    fl_clear(op);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(op);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef fl_methods[] = {
+    {"launch", (PyCFunction)(void (*)(void))fl_launch, METH_FASTCALL,
+     "launch(function, stream, grid, *values): None launched, (status, packed bytes) refused by the driver, "
+     "False declined."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot fl_slots[] = {
+    {Py_tp_new, fl_new},
+    {Py_tp_traverse, fl_traverse},
+    {Py_tp_clear, fl_clear},
+    {Py_tp_dealloc, fl_dealloc},
+    {Py_tp_methods, fl_methods},
+    {Py_tp_doc, "FlatLaunch(plan, plan_keep, launch, size, function_at, stream_at, grid_at, checks, dry_run=0, "
+                "out_size=0, record=None): one shape's pack and launch in C (launcher.cuda_launcher)."},
+    {0, NULL},
+};
+
+static PyType_Spec fl_spec = {
+    "launcher._call.FlatLaunch", sizeof(FlatLaunch), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, fl_slots,
 };
 
 /* ---- host tensor descriptors: launcher.tensormap.DescriptorEncoder's common call in C ----
@@ -946,9 +1185,9 @@ static int exec_module(PyObject *m) {
             || !(s_padding = PyUnicode_InternFromString("padding"))
             || !(s_tf32 = PyUnicode_InternFromString("round_f32_to_tf32")))
         return -1;
-    PyType_Spec *specs[2] = {&fc_spec, &de_spec};
-    const char *names[2] = {"FastCall", "DescEncoder"};
-    for (int i = 0; i < 2; i++) {
+    PyType_Spec *specs[3] = {&fc_spec, &de_spec, &fl_spec};
+    const char *names[3] = {"FastCall", "DescEncoder", "FlatLaunch"};
+    for (int i = 0; i < 3; i++) {
         PyObject *t = PyType_FromSpec(specs[i]);
         if (!t) return -1;
         if (PyModule_AddObject(m, names[i], t) < 0) { Py_DECREF(t); return -1; }

@@ -30,6 +30,7 @@ import threading
 import types
 
 from launcher import arguments, codegen, driver, errors, triton_adapter
+from launcher._call import FlatLaunch
 from launcher import spec as S
 from launcher.tensormap import TensorMap, decomposer, descriptor_encoder, tensormap_bytes
 
@@ -237,18 +238,22 @@ class CudaLauncher:
         plan, buf, keep = self.pack(gridX, gridY, gridZ, stream, function, kernel_metadata, *args)
         return BoundLaunch(self, plan, buf, (args, keep))
 
-    def flat_launch(self, kernel_metadata):
-        """(constexpr pattern, pack_all, c_launch, plan, size) where every parameter of this
-        signature is a pointer or a plain scalar (no tuples, descriptors, tensor maps, bools or
-        scratch) and `kernel_metadata` is the spec's own; else None. pattern: whether each
-        parameter is a constexpr. A caller holding the others' values as the launcher takes them
-        (pointers as the ints data_ptr() gave, in order) may pack and launch them itself:
-        `c_launch(plan, pack_all(function, stream, gx, gy, gz, 0, *values, 0, 0), size)`, a
-        non-zero status going to `_launch_failed(status, buf)` (the fast dispatch's hits)."""
+    def flat_launch(self, kernel_metadata, record=None):
+        """`launch(function, stream, grid, *values)`, one C call that packs and launches (the bound
+        method of launcher._call.FlatLaunch; cdefs/call.c says what it takes), where
+        `kernel_metadata` is the spec's own and every parameter is a constexpr, a pointer, a
+        scalar other than fp16, or a tuple of those (no descriptors, tensor maps or scratch);
+        else None. values: every parameter's argument, in order (constexprs too: skipped), with
+        pointers as ints or objects with data_ptr(). It returns None when launched, False when it
+        declined (the caller then launches through `direct`, which converts and explains), or
+        (status, packed bytes) for `_launch_failed`. For a caller whose own key has decided what
+        the kernel assumed (the fast dispatch's hits, bundles): it checks types and ranges, not
+        alignment or constexprs. record: a dry run instead, record(packed bytes, the bytes the
+        driver would receive) for each call (the CPU tests)."""
         shape = self._shape
-        if shape.flat_pattern is None or kernel_metadata != shape.packed_metadata:
+        if kernel_metadata != shape.packed_metadata:
             return None
-        return shape.flat_pattern, shape.pack_all, shape.c_launch, shape.plan, shape.spec.layout.size
+        return shape.flat(record)
 
     def direct(self):
         """`launch(gridX, gridY, gridZ, stream, function, *args)`: a launch with the spec's own
@@ -338,18 +343,31 @@ def clear_launcher_cache() -> None:
         _shapes.clear()
 
 
-def _flat_pattern(args):
-    """Whether each argument is a constexpr, where every other one is a pointer or a scalar
-    that struct packs as it is (not a bool: the launcher checks those are 0 or 1); else None."""
-    pattern = []
+def _flat_checks(args, params):
+    """The checks of launcher._call.FlatLaunch for `args` (a layout's Args; params: its Params),
+    or None where one has none (descriptors, tensor maps, fp16 scalars)."""
+    checks = []
     for a in args:
+        slot = params[a.params[0]] if a.params else None
         if a.kind == "constexpr":
-            pattern.append(True)
-        elif a.kind == "pointer" or (a.kind == "scalar" and a.type not in S.BOOLS):
-            pattern.append(False)
+            checks.append(("skip",))
+        elif a.kind == "tuple":
+            items = _flat_checks(a.children, params)
+            if items is None:
+                return None
+            checks.append(("tuple", tuple(items)))
+        elif a.kind == "pointer":
+            checks.append(("address", slot.offset))
+        elif a.kind == "scalar" and a.type in S.BOOLS:
+            checks.append(("bool", slot.offset))
+        elif a.kind == "scalar" and a.type in S.INT_RANGES:
+            lo, hi = S.INT_RANGES[a.type]
+            checks.append(("int", lo, hi, False, slot.offset, slot.code))
+        elif a.kind == "scalar" and slot.code in ("f", "d"):
+            checks.append(("float", slot.offset, slot.code))
         else:
             return None
-    return tuple(pattern)
+    return tuple(checks)
 
 
 class _Shape:
@@ -395,7 +413,8 @@ class _Shape:
         visit(layout.args, ())
         self.pack_all = pack_all = struct.Struct(layout.format).pack
         scratch = spec.global_scratch[0] or spec.profile_scratch[0]  # only then is the head packed apart
-        self.flat_pattern = None if scratch else _flat_pattern(layout.args)
+        self.flat_checks = None if scratch else _flat_checks(layout.args, layout.params)
+        self.flat_launch = None  # made on first use (flat)
         self.namespace = {
             "pack_all": pack_all, "pack_head": struct.Struct(layout.format_before_scratch).pack if scratch else None,
             "pack_scratch": _pack_scratch,
@@ -406,6 +425,23 @@ class _Shape:
             "GLOBAL_ALIGN": spec.global_scratch[1], "PROFILE_ALIGN": spec.profile_scratch[1],
         }
         self.other_plans, self.lock, self.code, self.launches, self.hot = {}, threading.Lock(), {}, 0, None
+
+    def flat(self, record=None):
+        """The shape's FlatLaunch's launch (CudaLauncher.flat_launch), or None where it has none;
+        with record, a dry run of it made for the caller."""
+        if self.flat_checks is None:
+            return None
+        if record is None and self.flat_launch is not None:
+            return self.flat_launch
+        ffi = driver.native()[0]
+        dry = {} if record is None else {"dry_run": driver.entry_address("launcher_dry_run"),
+                                          "out_size": self.out_size, "record": record}
+        launch = FlatLaunch(driver.address(self.plan), self.plan, driver.entry_address("launcher_launch"),
+                            self.spec.layout.size, ffi.offsetof("launcher_header", "function"), S.HEADER_STREAM_AT,
+                            ffi.offsetof("launcher_header", "grid_x"), self.flat_checks, **dry).launch
+        if record is None:
+            self.flat_launch = launch
+        return launch
 
     def generated(self, mode):
         """This shape's generated `mode` function (made on first use)."""
