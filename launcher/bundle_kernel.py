@@ -244,9 +244,11 @@ def launch(_launcher_grid, /, {signature}):
     if _launcher_entry.adjusts:
         _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
                             _launcher_entry.metadata, None, None, None, *_launcher_entry.complete(_launcher_args))
-    else:  # the torch tensors keyed inline (in tuples too) are their data_ptr() here
-        _launcher_entry.direct(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
-                               {names})
+    else:  # the torch tensors keyed inline (in tuples too) are their data_ptr() here; None: launched in C
+        _launcher_st = _launcher_entry.flat(_launcher_entry.function, _launcher_s,
+                                            (_launcher_g0, _launcher_g1, _launcher_g2), {names})
+        if _launcher_st is not None:
+            _launcher_entry.not_flat(_launcher_st, _launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, {names})
 '''
 
 _BIND = '''\
@@ -307,7 +309,7 @@ def _stream_of(stream):
 class _Entry:
     """What a specialization key chose: the launcher, CUfunction and fills of one variant on one device."""
 
-    __slots__ = ("kernel", "variant", "run", "direct", "function", "metadata", "fills", "arrays", "adjusts",
+    __slots__ = ("kernel", "variant", "run", "direct", "flat", "function", "metadata", "fills", "arrays", "adjusts",
                  "stream")
 
     def __init__(self, kernel, variant, run, function, fills, arrays, stream):
@@ -315,12 +317,20 @@ class _Entry:
         self.variant = variant
         self.run = run  # the variant's CudaLauncher
         self.direct = run.direct()  # its launch without hooks or metadata to pass
+        self.flat = run.flat_launch(variant.spec.packed_metadata) or _declined  # the same in one C call
         self.function = function
         self.metadata = variant.spec.packed_metadata
         self.fills = fills  # ((index, value), ...) for the arguments the call did not pass
         self.arrays = arrays  # indices of arguments holding __cuda_array_interface__ objects
         self.adjusts = bool(fills or arrays)
         self.stream = stream
+
+    def not_flat(self, result, gx, gy, gz, stream, *args):
+        """After the C launch (flat) did not launch: it declined (False), so the direct launch
+        converts, checks and explains; or the driver refused ((status, packed bytes))."""
+        if result:
+            self.run._launch_failed(*result)
+        self.direct(gx, gy, gz, stream, self.function, *args)
 
     def complete(self, args):
         """The arguments as the launcher takes them: the fills in, device arrays as addresses."""
@@ -337,6 +347,11 @@ class _Entry:
             for i, value in self.fills:
                 args[i] = value
         return self.kernel.grid3(grid, args)
+
+
+def _declined(*args):
+    """The C launch of a variant that has none (CudaLauncher.flat_launch): every call declines."""
+    return False
 
 
 def _is_array(v) -> bool:

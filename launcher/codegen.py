@@ -224,10 +224,9 @@ def generate(mode: str, layout, scratch: tuple, namespace: dict, encoder_of: dic
 # (Triton's autotuner and heuristics call it; warmup() calls take Triton's path). Pointers go to
 # the launcher as the integers the key already read from data_ptr(); everything Triton's path
 # sees (grid callables, launch metadata, a miss) gets the arguments as given. Where the compiled
-# kernel takes every argument as it is (CudaLauncher.flat_launch: pointers and plain scalars, its
-# constexprs the declared ones) and no argument needed converting (_lg_odd: a tensor of another
-# class, or one where a first call had a scalar), a hit without hooks packs and launches itself
-# (one Python call less); anything its packer refuses goes to the direct launch, which explains.
+# kernel has a C flat launch (CudaLauncher.flat_launch: no descriptors, tensor maps or scratch), a
+# hit without hooks packs and launches in that one C call; what it declines (a value of another
+# type, an odd grid) goes to the direct launch, which converts and explains.
 GUARD_TEMPLATE = '''\
 def run({params}*, grid, warmup, **_lg_options):
     """kernel.run(...) through launcher's guard (generated for {name})."""
@@ -246,7 +245,6 @@ GUARD_BODY = '''\
         return _lg_fallback("pre-run hooks or a stages hook", grid, False, _lg_options, ({names}))
 {never}    try:  # Triton's path is taken after it, never in it (its errors are not the key's)
         _lg_no = None  # an argument's class never keys: its NoKey (counted without a str() per call)
-        _lg_odd = False  # an argument the launcher must convert itself (not an int, float or exact tensor)
         _lg_okey = _lg_frozenset([(_lg_k, _lg_v.__class__, _lg_v) for _lg_k, _lg_v in _lg_options.items()]) \
             if _lg_options else ()  # by class too: num_warps=4.0 is not 4 (Triton keys them by str())
         _lg_dev = _lg_DEVICE()
@@ -259,7 +257,7 @@ GUARD_BODY = '''\
     if _lg_no is not None:
         return _lg_fallback(_lg_no, grid, False, _lg_options, ({names}))
     if _lg_e is not None:
-        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_fn, _lg_pmd, _lg_direct, _lg_pk, _lg_cl, _lg_pl, _lg_sz = _lg_e
+        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_fn, _lg_pmd, _lg_direct, _lg_flat = _lg_e
         if _lg_hash is _lg_JIT.hash and _lg_kc is _lg_JIT.device_caches.get(_lg_dev) and _lg_kget(_lg_tkey) is _lg_ck:
             _lg_HITS[0] += 1
         else:  # the kernel's source changed, or its caches were cleared or no longer hold it
@@ -268,7 +266,7 @@ GUARD_BODY = '''\
         _lg_e = _lg_recall(_lg_key, _lg_dev, _lg_options, ({names}))
         if _lg_e is None:
             return _lg_miss(_lg_key, _lg_dev, grid, _lg_options, ({names}))
-        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_fn, _lg_pmd, _lg_direct, _lg_pk, _lg_cl, _lg_pl, _lg_sz = _lg_e
+        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_fn, _lg_pmd, _lg_direct, _lg_flat = _lg_e
     if _lg_JIT.used_global_vals:
         _lg_check_globals(_lg_JIT)
     if grid.__class__ is _lg_tuple:
@@ -277,21 +275,18 @@ GUARD_BODY = '''\
         _lg_g = grid({{{bound}}})
     else:
         _lg_g = grid
-    _lg_n = _lg_len(_lg_g)
     _lg_stream = _lg_STREAM(_lg_dev)
     _lg_enter, _lg_leave = _lg_RT.launch_enter_hook, _lg_RT.launch_exit_hook
     if _lg_enter.__class__ is _lg_HOOK_CHAIN and not _lg_enter.calls and \\
             _lg_leave.__class__ is _lg_HOOK_CHAIN and not _lg_leave.calls:  # Triton's empty default hooks
-        if _lg_pk is not None and not _lg_odd:  # the kernel takes the values as they are: packed and launched here
-            try:
-                _lg_b = _lg_pk(_lg_fn, _lg_stream, _lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, 0, {flat}0, 0)
-            except _lg_Exception:  # the direct launch below names what is wrong
-                _lg_b = None
-            if _lg_b is not None:
-                _lg_st = _lg_cl(_lg_pl, _lg_b, _lg_sz)
-                if _lg_st:
-                    _lg_run._launch_failed(_lg_st, _lg_b)
+        if _lg_flat is not None:  # one C call packs and launches; None: launched, False: declined
+            _lg_st = _lg_flat(_lg_fn, _lg_stream, _lg_g, {passed})
+            if _lg_st is None:
                 return _lg_ck
+            if _lg_st:  # (status, packed bytes): the driver refused
+                _lg_run._launch_failed(*_lg_st)
+                return _lg_ck
+        _lg_n = _lg_len(_lg_g)
         _lg_direct(_lg_run, _lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_fn, {passed})
         return _lg_ck
     if (_lg_enter is not None and (_lg_enter.__class__ is not _lg_HOOK_CHAIN or _lg_enter.calls)) or \\
@@ -299,6 +294,7 @@ GUARD_BODY = '''\
         _lg_md = _lg_ck.launch_metadata(_lg_g, _lg_stream, {names})
     else:
         _lg_md = _lg_enter = _lg_leave = None
+    _lg_n = _lg_len(_lg_g)
     _lg_run(_lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_fn, _lg_pmd, _lg_md, _lg_enter, _lg_leave, {passed})
     return _lg_ck'''
 
@@ -327,8 +323,7 @@ def reserved_builtins(prefix: str, *builtins) -> dict:
     return {f"{prefix}{b.__name__}": b for b in builtins}
 
 
-_GUARD_BUILTINS = reserved_builtins("_lg_", int, float, bool, tuple, len, callable, str, frozenset, TypeError,
-                                    Exception)
+_GUARD_BUILTINS = reserved_builtins("_lg_", int, float, bool, tuple, len, callable, str, frozenset, TypeError)
 
 
 def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None):
@@ -373,7 +368,7 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
             keys.append(k)
             passed.append(a)
             plain = []
-            tensor = [f"{k} = (_lg_TENSOR, {a}.dtype, {aligned})", "_lg_odd = True"]
+            tensor = [f"{k} = (_lg_TENSOR, {a}.dtype, {aligned})"]
         int_key = _INT_KEY.format(a=a, k=k, flags=f"{int(specialize)}{int(align)}", specialize=specialize, align=align)
         simple = sorted(["_lg_c is _lg_float", "_lg_c is _lg_bool", f"{a} is None"],
                         key=lambda t: not (hint is not None and t.startswith(f"_lg_c is _lg_{hint.__name__}")))
@@ -390,16 +385,15 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
             lines.append(f"        {'if' if j == 0 else 'elif'} {test}:")
             lines += [x if x.startswith("            ") else "            " + x.strip() for x in body]
         lines.append("        else:")
-        lines += ["            " + x for x in plain] + ["            _lg_odd = True"]
+        lines += ["            " + x for x in plain]
         lines.append(f"            {k} = _lg_classify({a}, {specialize}, {align}, _lg_TENSOR)")
         lines.append(f"            if {k}.__class__ is _lg_NoKey:")
         lines.append(f"                _lg_no = {k}")
-    flat = "".join(v + ", " for v, (_, is_constexpr, _, _) in zip(passed, params) if not is_constexpr)
     bound = ", ".join(f"{n!r}: {n}" for n in all_names)
     never_check = _NEVER_KEYS.format(a=never, args="".join(n + ", " for n in all_names)) if never else ""
     body = GUARD_BODY.format(names=names_tuple, classify="".join(x + "\n" for x in lines), keys=", ".join(keys),
                              never=never_check,
-                             bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed), flat=flat)
+                             bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))
     source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
                                    body=body)
     run, call = define(source, "guard", dict(namespace, **_GUARD_BUILTINS), "run", "call")

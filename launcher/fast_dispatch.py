@@ -22,8 +22,8 @@ While the guard is on, JITFunction.__getitem__ binds the grid to the guard's gen
 is the guard's `run` (what autotuners, heuristics and warmup() call).
 
 On a hit the guard launches the compiled kernel recorded for that key, through its launcher
-(or, where that kernel takes the call's values as they are, with the launcher's own packer and
-C launch inline: CudaLauncher.flat_launch): the grid is evaluated as Triton evaluates it, the
+(or, where that kernel's launcher has one, in one C call that packs and launches:
+CudaLauncher.flat_launch): the grid is evaluated as Triton evaluates it, the
 stream is the current one, the globals the kernel used are checked, and the launch hooks run
 with Triton's launch metadata when they are set. On a miss the guard looks in Triton's own
 cache as Triton's run does: a kernel Triton has compiled and loaded for the call is recorded for
@@ -249,7 +249,6 @@ class Guard:
         self._cells, self._settled, self.call = None, False, None
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
-        self._pattern = tuple(p.is_constexpr for p in params)  # what a kernel packed by the hit itself declares
         self._unusual = A.unusual_parameters(jit)
         if self._unusual is not None or any(p.name.startswith("_lg_") or p.name in ("grid", "warmup") for p in params):
             self.run = self._unguarded
@@ -419,7 +418,7 @@ class Guard:
             self._stock[key] = jit.hash
             return None
         entry = (jit.hash, caches, kernel_cache.get, triton_key, kernel, run, function, kernel.packed_metadata,
-                 *_launch_parts(run, kernel.packed_metadata, self._pattern))
+                 *_launch_parts(run, kernel.packed_metadata))
         entries = self.entries  # bounded; a clear and a store are each atomic: a race only loses entries
         if len(entries) >= 1024:
             entries.clear()
@@ -427,36 +426,32 @@ class Guard:
         return entry
 
 
-_NOT_FLAT = (None, None, None, None)
-_PARTS: dict = {}  # (shape, packed metadata, constexpr pattern) -> _launch_parts of launcher's own launchers
+_PARTS: dict = {}  # (shape, packed metadata) -> _launch_parts of launcher's own launchers
 
 
-def _launch_parts(run, packed_metadata, pattern) -> tuple:
-    """(direct, pack_all, c_launch, plan, size): what a hit launches a kernel recorded with
-    launcher `run` and `packed_metadata` through (_direct, _flat). Made once per shape, metadata
-    and pattern for launcher's own launchers: a miss records without making them again."""
+def _launch_parts(run, packed_metadata) -> tuple:
+    """(direct, flat): what a hit launches a kernel recorded with launcher `run` and
+    `packed_metadata` through (_direct, and CudaLauncher.flat_launch where `run` has one, else
+    None). Made once per shape and metadata for launcher's own launchers: a miss records without
+    making them again."""
     if not isinstance(run, CudaLauncher):
-        return (_direct(run, packed_metadata), *_flat(run, packed_metadata, pattern))
-    key = (run._shape, packed_metadata, pattern)
+        return _direct(run, packed_metadata), _flat(run, packed_metadata)
+    key = (run._shape, packed_metadata)
     parts = _PARTS.get(key)
     if parts is None:
-        parts = (_direct(run, packed_metadata), *_flat(run, packed_metadata, pattern))
+        parts = (_direct(run, packed_metadata), _flat(run, packed_metadata))
         if len(_PARTS) >= 1024:
             _PARTS.clear()
         _PARTS[key] = parts
     return parts
 
 
-def _flat(run, packed_metadata, pattern) -> tuple:
-    """(pack_all, c_launch, plan, size) with which a hit packs and launches itself (see
-    CudaLauncher.flat_launch), where `run` offers them for `packed_metadata` and its constexprs
-    are the kernel's declared ones (`pattern`: the guard's); else four Nones (the hit calls the
-    direct launch)."""
+def _flat(run, packed_metadata):
+    """The C launch with which a hit packs and launches itself, every parameter's value in order
+    (CudaLauncher.flat_launch), where `run` offers one for `packed_metadata`; else None (the hit
+    calls the direct launch)."""
     get = getattr(run, "flat_launch", None)
-    flat = get(packed_metadata) if get is not None else None
-    if flat is None or flat[0] != pattern:
-        return _NOT_FLAT
-    return flat[1:]
+    return get(packed_metadata) if get is not None else None
 
 
 def _direct(run, packed_metadata):

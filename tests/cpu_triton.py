@@ -86,26 +86,17 @@ class CpuDriver:
 
 
 def recording_flat_launch(real, record):
-    """A stand-in for `real.flat_launch` (a CudaLauncher's: what the fast dispatch's hits pack
-    and launch themselves) whose C launch is the C dry run of the same plan and bytes, each
+    """A stand-in for `real.flat_launch` (a CudaLauncher's: the C call in which the fast
+    dispatch's hits pack and launch) that is the C dry run of the same checks and plan, each
     launch recorded as record(grid, bytes of each parameter)."""
     from launcher.spec import HEADER_FORMAT
 
     def flat_launch(kernel_metadata):
-        flat = real.flat_launch(kernel_metadata)
-        if flat is None:
-            return None
-        shape = real._shape
+        def recorded(packed, out):
+            _, _, gx, gy, gz, _ = struct.unpack_from("<" + HEADER_FORMAT, packed)
+            record((gx, gy, gz), real._shape.split_bytes(out))
 
-        def c_launch(plan, buf, size):
-            out = shape.new_out()
-            status = shape.c_dry_run(plan, buf, size, out, shape.out_size)
-            if not status:
-                _, _, gx, gy, gz, _ = struct.unpack_from("<" + HEADER_FORMAT, buf)
-                record((gx, gy, gz), shape.split(out))
-            return status
-
-        return (*flat[:2], c_launch, *flat[3:])
+        return real.flat_launch(kernel_metadata, record=recorded)
 
     return flat_launch
 

@@ -243,9 +243,9 @@ def test_a_hit_launches_tuples_with_the_addresses_its_key_read(tuples, monkeypat
     fresh[(1,)](*call)  # the slow path records the key
     launched = []
     fresh._cache[keys[0]] = types.SimpleNamespace(adjusts=False, function=9, stream=lambda: 0,
-                                                  direct=lambda *a: launched.append(a))
+                                                  flat=lambda *a: launched.append(a))  # None: launched
     fresh[(1,)](*call)
-    assert launched == [(1, 1, 1, 0, 9, A, (U, 7, 3), ((A + 64, 4), (5, 0.5)), 2, 1.5)]
+    assert launched == [(9, 0, (1, 1, 1), A, (U, 7, 3), ((A + 64, 4), (5, 0.5)), 2, 1.5)]
 
 
 @pytest.mark.parametrize("torch_tensors", [False, True])

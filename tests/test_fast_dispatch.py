@@ -232,20 +232,41 @@ def test_a_hit_that_packs_itself_launches_what_triton_chooses_with_its_bytes(fla
         assert got == want
 
 
-def test_hits_pack_themselves_where_the_kernel_takes_the_values_as_they_are(flat_cpu, request):
-    """Not where Triton made an argument a constexpr (None, 1), nor where a tensor comes to a
-    parameter whose first argument was a scalar (None for opt, in "scalars first"): the direct
-    launch converts such arguments itself."""
+def test_hits_pack_and_launch_in_one_c_call_whatever_triton_made_constexpr(flat_cpu):
+    """Where Triton made an argument a constexpr (None, 1) too, and where a tensor comes to a
+    parameter whose first argument was a scalar (None for opt, in "scalars first"): the C call
+    skips the constexprs and reads a tensor's data_ptr() itself."""
     triton_, guard = flat_cpu
     x = FakeTensor(A0, tl.float32)
-    tensor_slot = FLAT_EXAMPLES[request.node.callspec.params["flat_cpu"]] is None
-    for opt, n, flat in ((x, 16, tensor_slot), (None, 16, False), (x, 1, False)):
+    for opt, n in ((x, 16), (None, 16), (x, 1)):
         args = (x, n, 17, 5, 0.5, opt)
         guard.run(*args, grid=(2,), warmup=False, BLOCK=64)
         flat_before, hits = triton_.flat_launches, fast_dispatch.stats()["hits"]
         guard.run(*args, grid=(2,), warmup=False, BLOCK=64)
         assert fast_dispatch.stats()["hits"] == hits + 1
-        assert triton_.flat_launches == flat_before + flat, (opt, n)
+        assert triton_.flat_launches == flat_before + 1, (opt, n)
+
+
+def test_a_hit_the_c_call_declines_is_launched_by_the_direct_launch(flat_cpu):
+    """Values of another type than the C call packs (a bool where an int goes, a grid of numpy-
+    like ints, a list of one float) go to the direct launch, which packs what Triton's would."""
+    triton_, guard = flat_cpu
+    x = FakeTensor(A0, tl.float32)
+
+    class Index:
+        def __init__(self, v):
+            self.v = v
+
+        def __index__(self):
+            return self.v
+
+    for args, grid in (((x, 16, 17, 5, 0.5, None), (Index(2),)), ((x, 16, True, 5, 0.5, None), (2,)),
+                       ((x, 16, 17, 5, 0.5, None), [2, 1, 1, 1])):
+        guard.run(*args, grid=grid, warmup=False, BLOCK=64)
+        kernel = guard.run(*args, grid=grid, warmup=False, BLOCK=64)
+        want = CudaLauncher(kernel.ck.src, kernel.ck.metadata).dry_run(
+            2, 1, 1, 0x5EA, kernel.function, kernel.packed_metadata, None, None, None, *args, 64)
+        assert triton_.launched[-1][1] == want
 
 
 class IndexTensor(FakeTensor):
@@ -275,7 +296,7 @@ def test_a_tensor_that_is_an_int_too_is_launched_by_its_address(monkeypatch, ten
             want = CudaLauncher(kernel.ck.src, kernel.ck.metadata).dry_run(
                 2, 1, 1, 0x5EA, kernel.function, kernel.packed_metadata, None, None, None, *args, 64)
             assert triton_.launched[-1][1] == want and want[0] == A0.to_bytes(8, "little")
-        assert triton_.runs == 1 and triton_.flat_launches == 0
+        assert triton_.runs == 1 and triton_.flat_launches == 2  # the C call reads data_ptr() too
     finally:
         _forget_guard(flat_kernel)
 
@@ -963,21 +984,22 @@ def test_guards_of_one_signature_share_code_but_each_reads_its_own_values():
 
 def test_a_miss_records_launchers_own_kernels_with_parts_made_once_per_shape():
     """An entry of a kernel of launcher's own launcher holds its shape's generated direct launch
-    and, where the kernel takes the call's values as they are, the shape's packer, C launch,
-    plan and size (CudaLauncher.flat_launch): made once per shape, metadata and constexpr
-    pattern, so that a miss does not make them again. Tuples, descriptors or another pattern
-    (constexprs the compiler added) leave the hit to the direct launch."""
+    and its C flat launch (CudaLauncher.flat_launch), tuples included: made once per shape and
+    metadata, so that a miss does not make them again. Descriptors leave the hit to the direct
+    launch."""
     import cpu_corpus as C
 
     ck = C.BY_NAME["vector_add"].compile()
     a, b = CudaLauncher(ck.src, ck.metadata), CudaLauncher(ck.src, ck.metadata)
-    md, declared = a.packed_metadata, (False, False, False, False, True)
-    parts = fast_dispatch._launch_parts(a, md, declared)
+    md = a.packed_metadata
+    parts = fast_dispatch._launch_parts(a, md)
     assert parts[0] is a._shape.generated("direct")
-    assert parts[1:] == a.flat_launch(md)[1:] and parts[1] is a._shape.pack_all
-    assert fast_dispatch._launch_parts(b, md, declared) is parts
-    assert fast_dispatch._launch_parts(a, md, (False, False, False, True, True))[1:] == (None,) * 4
-    for name in ("tuples", "host_tma"):
-        ck = C.BY_NAME[name].compile()
-        run = CudaLauncher(ck.src, ck.metadata)
-        assert run.flat_launch(run.packed_metadata) is None
+    assert parts[1] is a.flat_launch(md) is a._shape.flat()
+    assert fast_dispatch._launch_parts(b, md) is parts
+    assert a.flat_launch(md[:-1] + (md[-1] + 16,)) is None  # other metadata: the direct launch
+    ck = C.BY_NAME["tuples"].compile()
+    run = CudaLauncher(ck.src, ck.metadata)
+    assert run.flat_launch(run.packed_metadata) is not None
+    ck = C.BY_NAME["host_tma"].compile()
+    run = CudaLauncher(ck.src, ck.metadata)
+    assert run.flat_launch(run.packed_metadata) is None
