@@ -40,26 +40,44 @@ def compile_once(source: str, label: str):
     return code
 
 
-# The globals of every generated function: builtins only. What a function reads of its own
-# (its plan, its kernel, its caches) comes from closure cells (define), so that functions of one
-# code object with different values never share globals: each reads its own without the
+# The globals of every generated function: builtins only, unless define() is given values that
+# every function of that code object shares (shared=). What a function reads of its own (its
+# plan, its kernel, its caches) comes from closure cells (define), so that functions of one code
+# object with different values never share globals: each reads its own without the
 # interpreter's global caches missing when calls alternate between them (kernels of one
 # signature called in turn, as a model's forward pass calls them).
 _GLOBALS = {"__builtins__": builtins}
+_SHARED: dict = {}  # the identities of shared values -> the one globals dict holding them
 
 
-def define(source: str, label: str, namespace: dict, *names: str) -> tuple:
+def _shared_globals(shared: dict) -> dict:
+    """One globals dict per set of shared values (by identity): every function given the same
+    values reads the same dict, so that its global caches stay valid across them, and a
+    function of another kernel touches no object of its own for them."""
+    key = tuple(sorted((k, id(v)) for k, v in shared.items()))
+    found = _SHARED.get(key)
+    if found is None:  # it holds the values, so their ids stay theirs while it is here
+        if len(_SHARED) >= 64:
+            _SHARED.clear()
+        found = _SHARED[key] = {"__builtins__": builtins, **shared}
+    return found
+
+
+def define(source: str, label: str, namespace: dict, *names: str, shared=None) -> tuple:
     """The functions `names` that generated `source` defines at its top level, reading the names
     of `namespace` as closure variables. The source is wrapped in a function taking every name
     of namespace (compiled once per source: compile_once), which is called with namespace's values;
-    the functions of one call share one cell per name (cells() reaches them to change a value)."""
+    the functions of one call share one cell per name (cells() reaches them to change a value).
+    shared: names the functions read as globals instead, from one dict for every call given the
+    same values (_shared_globals): values that never change and are the same for every kernel."""
     params = sorted(k for k in namespace if not k.startswith("__"))
     body = "".join("    " + line if line.strip() else line for line in source.splitlines(True))
     wrapped = (f"def _launcher_define({', '.join(params)}):\n{body}\n"
                f"    return ({''.join(n + ', ' for n in names)})\n")
     scope: dict = {"__builtins__": builtins}
     exec(compile_once(wrapped, label), scope)
-    factory = types.FunctionType(scope["_launcher_define"].__code__, _GLOBALS, "_launcher_define")
+    factory = types.FunctionType(scope["_launcher_define"].__code__, _shared_globals(shared) if shared else _GLOBALS,
+                                 "_launcher_define")
     return factory(**{k: namespace[k] for k in params})
 
 
@@ -326,7 +344,7 @@ def reserved_builtins(prefix: str, *builtins) -> dict:
 _GUARD_BUILTINS = reserved_builtins("_lg_", int, float, bool, tuple, len, callable, str, frozenset, TypeError)
 
 
-def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None):
+def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None, shared=frozenset()):
     """The (run, call) of one @triton.jit function behind the guard (see GUARD_TEMPLATE).
     params: (name, is_constexpr, specialize, align) per parameter, in order, with defaults in
     namespace as _lg_DEFAULT_<i>; knobs: expressions (over namespace names) of the knobs that
@@ -340,7 +358,9 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
     argument was a scalar has one entry (a tensor there keys as a tagged tuple). never: the name
     of a parameter whose argument in a first call was of a class that never keys, with that class
     as _lg_NEVER_CLASS and its NoKey as _lg_NEVER in namespace (and Triton's run as _lg_ORIGINAL,
-    the fallback counter as _lg_FALLBACKS), or None."""
+    the fallback counter as _lg_FALLBACKS), or None. shared: the names of namespace whose values
+    are the same for every kernel and never change (Triton's knobs, the counters, the key
+    functions): the guard reads them as globals, from one dict for all kernels (define)."""
     hints = hints or {}
     lines, keys, passed = [], [], []
     sig = []
@@ -396,7 +416,9 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
                              bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))
     source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
                                    body=body)
-    run, call = define(source, "guard", dict(namespace, **_GUARD_BUILTINS), "run", "call")
+    own = {k: v for k, v in namespace.items() if k not in shared}
+    common = {k: namespace[k] for k in shared}
+    run, call = define(source, "guard", own, "run", "call", shared={**common, **_GUARD_BUILTINS})
     run.__qualname__ = f"{name}.run (launcher guard, generated)"
     call.__qualname__ = f"{name}[grid] (launcher guard, generated)"
     return run, call

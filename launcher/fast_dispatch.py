@@ -59,6 +59,17 @@ _CALL = "_launcher_call"  # where an attached guard keeps the `call` that kernel
 _bind = types.MethodType  # call bound to a grid: cheaper to make and to call than a partial
 
 
+_FINDER: list = []  # A.cached_kernel_finder(), one for every guard (made with the first)
+
+
+def _finder():
+    """Triton's cache lookup as its run makes it (A.cached_kernel_finder): the same function for
+    every guard, so that a miss on a kernel never called before touches no finder of its own."""
+    if not _FINDER:  # no lock: guards are made under _lock; two threads at once would make two alike
+        _FINDER.append(A.cached_kernel_finder())
+    return _FINDER[0]
+
+
 class NoKey(Exception):
     """The call has an argument the guard does not key (it takes Triton's path)."""
 
@@ -245,7 +256,7 @@ class Guard:
         self._getters = (device, stream)
         self.entries: dict = {}
         self._stock: dict = {}  # keys whose kernel Triton's stock launcher launches -> the kernel's hash
-        self._find = A.cached_kernel_finder()
+        self._find = _finder()
         self._cells, self._settled, self.call = None, False, None
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
@@ -253,7 +264,7 @@ class Guard:
         if self._unusual is not None or any(p.name.startswith("_lg_") or p.name in ("grid", "warmup") for p in params):
             self.run = self._unguarded
         else:
-            ns, knobs = self._namespace(params)
+            ns, knobs, shared = self._namespace(params)
             never = _never_keys(params, example)
             if never is not None:
                 ns["_lg_NEVER_CLASS"], ns["_lg_NEVER"] = never[1:]
@@ -261,7 +272,7 @@ class Guard:
                                                          [(p.name, p.is_constexpr, not p.do_not_specialize,
                                                            not p.do_not_specialize_on_alignment) for p in params],
                                                          ns, knobs, _hints(params, example),
-                                                         never[0] if never is not None else None)
+                                                         never[0] if never is not None else None, shared)
             self._cells = codegen.cells(self.run, self.call)  # what both read of ns: _settle and attach change it
         jit.__dict__[_GUARD] = self
         self._put_in_front()
@@ -301,7 +312,8 @@ class Guard:
             self._set("_lg_LIVE", False)
 
     def _namespace(self, params) -> tuple:
-        """(the names the generated run uses, the expressions of the knobs in its key)."""
+        """(the names the generated run uses, the expressions of the knobs in its key, the names
+        among them that are the same for every guard and never change: read as globals)."""
         _, device, stream, tensor = self._made_with
         ns = {
             "_lg_JIT": self.jit, "_lg_RT": A.runtime_knobs(), "_lg_STREAM": stream,
@@ -325,10 +337,13 @@ class Guard:
                 read, (env_key, default) = source
                 ns[f"_lg_KREAD_{i}"], ns[f"_lg_KDEFAULT_{i}"], ns["_lg_UNSET"] = read, default, _UNSET
                 knobs.append(f"_lg_KNOB_{i}.__dict__.get({attr!r}, _lg_UNSET), _lg_KREAD_{i}({env_key!r}, _lg_KDEFAULT_{i})")
+        shared = {"_lg_RT", "_lg_NoKey", "_lg_FALLBACKS", "_lg_check_globals", "_lg_HOOK_CHAIN", "_lg_HITS",
+                  "_lg_classify", "_lg_int_key", "_lg_UNSET"}
+        shared.update(k for k in ns if k.startswith(("_lg_IK_", "_lg_KNOB_", "_lg_KREAD_", "_lg_KDEFAULT_")))
         for i, p in enumerate(params):
             if p.default is not A.EMPTY:
                 ns[f"_lg_DEFAULT_{i}"] = p.default
-        return ns, knobs
+        return ns, knobs, frozenset(shared & ns.keys())
 
     def _settle(self):
         """After Triton's path ran: torch's CUDA is initialised, so the raw device getter may
@@ -417,8 +432,9 @@ class Guard:
                 self._stock.clear()
             self._stock[key] = jit.hash
             return None
-        entry = (jit.hash, caches, kernel_cache.get, triton_key, kernel, run, function, kernel.packed_metadata,
-                 *_launch_parts(run, kernel.packed_metadata))
+        metadata = kernel.packed_metadata
+        entry = (jit.hash, caches, kernel_cache.get, triton_key, kernel, run, function, metadata,
+                 *_launch_parts(run, metadata))
         entries = self.entries  # bounded; a clear and a store are each atomic: a race only loses entries
         if len(entries) >= 1024:
             entries.clear()

@@ -697,7 +697,7 @@ def test_parameters_named_like_builtins_hide_none_the_guard_uses():
         builtin_names_kernel.device_caches.clear()  # the stand-in kernels are this test's alone
 
 
-def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_classified():
+def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_classified(monkeypatch):
     """A guard made from a first call with a tensor descriptor tests that parameter's class first:
     a call with a descriptor there takes Triton's path once, counted, with nothing classified or
     looked up; a call with a tensor there is keyed and hits as before."""
@@ -714,14 +714,15 @@ def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_clas
     try:
         classified = []
         cells = codegen.cells(guard.run)
-        cells["_lg_classify"].cell_contents = lambda *a: classified.append(a)
+        shared = guard.run.__globals__  # what every guard reads alike (codegen.define's shared)
+        monkeypatch.setitem(shared, "_lg_classify", lambda *a: classified.append(a))
         before = fast_dispatch.fallback_counts().get("a tensor descriptor", 0)
         for _ in range(3):
             guard.run(*desc_call, grid=(1,), warmup=False, BLOCK=64)
         assert len(paths) == 3 and not classified
         assert fast_dispatch.fallback_counts()["a tensor descriptor"] == before + 3
         guard.original = triton_.run  # a tensor there: keyed (a miss, then a hit)
-        cells["_lg_ORIGINAL"].cell_contents, cells["_lg_classify"].cell_contents = triton_.run, fast_dispatch.classify
+        cells["_lg_ORIGINAL"].cell_contents, shared["_lg_classify"] = triton_.run, fast_dispatch.classify
         args = desc_call[:6] + (x,)
         want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
         hits = fast_dispatch.stats()["hits"]
@@ -955,8 +956,9 @@ def test_kernels_with_keyword_only_parameters_take_tritons_path():
 
 
 def test_guards_of_one_signature_share_code_but_each_reads_its_own_values():
-    """Two kernels of one source: their guards share one code object and one builtins-only
-    globals dict, and read their own kernel, caches and entries from closure cells (no globals of
+    """Two kernels of one source: their guards share one code object and one globals dict, which
+    holds only what is the same for every kernel (Triton's knobs, the counters, the key
+    functions), and read their own kernel, caches and entries from closure cells (no globals of
     their own, so calls that alternate between them keep the interpreter's caches); called in
     turn, each records and launches what its own kernel's Triton cache holds."""
     jits = [triton.jit(guard_kernel.fn) for _ in range(2)]
@@ -965,8 +967,9 @@ def test_guards_of_one_signature_share_code_but_each_reads_its_own_values():
     try:
         a, b = guards
         assert a.call.__code__ is b.call.__code__ and a.call.__globals__ is b.call.__globals__
-        assert not [k for k in a.call.__globals__ if k.startswith("_lg_")]
-        assert not set(a.call.__code__.co_names) & {"_lg_JIT", "_lg_ENTRIES", "_lg_LIVE"}
+        own = {"_lg_JIT", "_lg_ENTRIES", "_lg_LIVE", "_lg_DEVICE", "_lg_STREAM", "_lg_TENSOR", "_lg_recall"}
+        assert not own & a.call.__globals__.keys() and "_lg_RT" in a.call.__globals__
+        assert not set(a.call.__code__.co_names) & own
         for guard, jit in zip(guards, jits):
             cells = codegen.cells(guard.call)
             assert cells["_lg_JIT"].cell_contents is jit and cells["_lg_ENTRIES"].cell_contents is guard.entries
