@@ -17,9 +17,12 @@ from hypothesis import strategies as st
 import fuzz_signatures as F
 from launcher import CudaLauncher, driver
 from launcher._call import FlatLaunch
-from launcher.spec import HEADER_FORMAT
+from launcher.spec import HEADER_FORMAT, HEADER_STREAM_AT
 
 FUZZ = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_FFI = driver.native()[0]
+# (function_at, stream_at, grid_at): where the header's fields lie (cdefs/launcher.h), as the launcher reads them
+HEADER_AT = (_FFI.offsetof("launcher_header", "function"), HEADER_STREAM_AT, _FFI.offsetof("launcher_header", "grid_x"))
 GRIDS = st.tuples(st.integers(1, 2**31 - 1), st.integers(1, 4), st.integers(1, 4))
 
 
@@ -147,8 +150,7 @@ def test_a_driver_refusal_returns_the_status_and_the_packed_bytes():
         return 701
 
     flat = FlatLaunch(driver.address(shape.plan), shape.plan, driver.address(refuse), shape.spec.layout.size,
-                      ffi.offsetof("launcher_header", "function"), 8, ffi.offsetof("launcher_header", "grid_x"),
-                      shape.flat_checks).launch
+                      *HEADER_AT, shape.flat_checks).launch
     status, packed = flat(0xF0, 0x5EA, (3, 2), 0x1000, -5, 0.5)
     assert status == 701 and packed == seen[0]
     assert struct.unpack_from("<" + HEADER_FORMAT, packed)[:5] == (0xF0, 0x5EA, 3, 2, 1)
@@ -160,14 +162,14 @@ def test_malformed_checks_are_refused_when_made():
     kernel = F.Kernel("k", ("x",), ("x",), ("*fp32",), "ast")
     shape = CudaLauncher(kernel.src(), kernel.metadata())._shape
     size = shape.spec.layout.size
-    base = (driver.address(shape.plan), shape.plan, driver.entry_address("launcher_launch"), size, 0, 8, 16)
+    base = (driver.address(shape.plan), shape.plan, driver.entry_address("launcher_launch"), size, *HEADER_AT)
     for checks, exc in (((("address", size),), ValueError), ((("skip", 1),), ValueError),
                         ((("nope",),), ValueError), ([("skip",)], TypeError),
                         (((("int", 0, 1, False, 0, "x"),)), ValueError)):
         with pytest.raises(exc):
             FlatLaunch(*base, checks)
     with pytest.raises(ValueError):
-        FlatLaunch(*base[:4], size, 8, 16, (("skip",),))  # the header outside the buffer
+        FlatLaunch(*base[:4], size, *HEADER_AT[1:], (("skip",),))  # the function handle outside the buffer
     with pytest.raises(ValueError):
         FlatLaunch(*base, (("skip",),), record=print)  # a record without a dry run
 
