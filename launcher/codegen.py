@@ -317,10 +317,12 @@ GUARD_BODY = '''\
     return _lg_ck'''
 
 # An integer argument's key is launcher.fast_dispatch.int_key's (the rule lives there): the
-# generated code looks the int up in that function's table for the parameter's flags first.
+# generated code looks the int up in that function's table for the parameter's flags first
+# (a subscript: cheaper than .get(), and the try costs nothing until an int is new to the table).
 _INT_KEY = """\
-            {k} = _lg_IK_{flags}.get({a})
-            if {k} is None:
+            try:
+                {k} = _lg_IK_{flags}[{a}]
+            except _lg_KeyError:
                 {k} = _lg_int_key({a}, {specialize}, {align})
 """
 
@@ -341,7 +343,10 @@ def reserved_builtins(prefix: str, *builtins) -> dict:
     return {f"{prefix}{b.__name__}": b for b in builtins}
 
 
-_GUARD_BUILTINS = reserved_builtins("_lg_", int, float, bool, tuple, len, callable, str, frozenset, TypeError)
+# The builtins a guard reads once per call (globals, shared by every guard) and those it reads
+# for every argument (closure cells, as the rest of what an argument's key reads).
+_GUARD_BUILTINS = reserved_builtins("_lg_", tuple, len, callable, str, frozenset, TypeError)
+_ARGUMENT_BUILTINS = reserved_builtins("_lg_", int, float, bool, KeyError)
 
 
 def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None, shared=frozenset()):
@@ -390,16 +395,17 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
             plain = []
             tensor = [f"{k} = (_lg_TENSOR, {a}.dtype, {aligned})"]
         int_key = _INT_KEY.format(a=a, k=k, flags=f"{int(specialize)}{int(align)}", specialize=specialize, align=align)
-        simple = sorted(["_lg_c is _lg_float", "_lg_c is _lg_bool", f"{a} is None"],
-                        key=lambda t: not (hint is not None and t.startswith(f"_lg_c is _lg_{hint.__name__}")))
-        branches = {  # floats, bools and None key by their class
-            "tensor": ("_lg_c is _lg_TENSOR", tensor),
-            "int": ("_lg_c is _lg_int", plain + int_key.rstrip("\n").split("\n")),
-            "simple": (" or ".join(simple), plain + [f"{k} = _lg_c"]),
+        # {k} holds the argument's class while the branches test it: a float, bool or None keys by it
+        simple = sorted([f"{k} is _lg_float", f"{k} is _lg_bool", f"{a} is None"],
+                        key=lambda t: not (hint is not None and t == f"{k} is _lg_{hint.__name__}"))
+        branches = {
+            "tensor": (f"{k} is _lg_TENSOR", tensor),
+            "int": (f"{k} is _lg_int", plain + int_key.rstrip("\n").split("\n")),
+            "simple": (" or ".join(simple), plain or ["pass"]),
         }
         first = "int" if hint is int else "simple" if hint in (float, bool, type(None)) else "tensor"
         order = [first] + [b for b in ("tensor", "int", "simple") if b != first]
-        lines.append(f"        _lg_c = {a}.__class__")
+        lines.append(f"        {k} = {a}.__class__")
         for j, b in enumerate(order):
             test, body = branches[b]
             lines.append(f"        {'if' if j == 0 else 'elif'} {test}:")
@@ -416,7 +422,7 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
                              bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))
     source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
                                    body=body)
-    own = {k: v for k, v in namespace.items() if k not in shared}
+    own = {**{k: v for k, v in namespace.items() if k not in shared}, **_ARGUMENT_BUILTINS}
     common = {k: namespace[k] for k in shared}
     run, call = define(source, "guard", own, "run", "call", shared={**common, **_GUARD_BUILTINS})
     run.__qualname__ = f"{name}.run (launcher guard, generated)"

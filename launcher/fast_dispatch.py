@@ -337,9 +337,10 @@ class Guard:
                 read, (env_key, default) = source
                 ns[f"_lg_KREAD_{i}"], ns[f"_lg_KDEFAULT_{i}"], ns["_lg_UNSET"] = read, default, _UNSET
                 knobs.append(f"_lg_KNOB_{i}.__dict__.get({attr!r}, _lg_UNSET), _lg_KREAD_{i}({env_key!r}, _lg_KDEFAULT_{i})")
-        shared = {"_lg_RT", "_lg_NoKey", "_lg_FALLBACKS", "_lg_check_globals", "_lg_HOOK_CHAIN", "_lg_HITS",
-                  "_lg_classify", "_lg_int_key", "_lg_UNSET"}
-        shared.update(k for k in ns if k.startswith(("_lg_IK_", "_lg_KNOB_", "_lg_KREAD_", "_lg_KDEFAULT_")))
+        # read once per call: globals shared by every guard. What every argument reads (the int
+        # tables, classify) stays in cells: a cell is read faster than a global.
+        shared = {"_lg_RT", "_lg_FALLBACKS", "_lg_check_globals", "_lg_HOOK_CHAIN", "_lg_HITS", "_lg_UNSET"}
+        shared.update(k for k in ns if k.startswith(("_lg_KNOB_", "_lg_KREAD_", "_lg_KDEFAULT_")))
         for i, p in enumerate(params):
             if p.default is not A.EMPTY:
                 ns[f"_lg_DEFAULT_{i}"] = p.default
