@@ -257,6 +257,14 @@ static int int_fits(__int128 v, char code) {
 static void put_int(char *buf, Py_ssize_t offset, char code, __int128 v) {  /* little-endian, as struct "<" */
     uint64_t u = (uint64_t)v;
     int size = code_size(code);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    switch (size) {  /* the host's own order: one store (the byte loop was a tenth of a 19-argument launch) */
+    case 1: { uint8_t x = (uint8_t)u; memcpy(buf + offset, &x, 1); return; }
+    case 2: { uint16_t x = (uint16_t)u; memcpy(buf + offset, &x, 2); return; }
+    case 4: { uint32_t x = (uint32_t)u; memcpy(buf + offset, &x, 4); return; }
+    case 8: memcpy(buf + offset, &u, 8); return;
+    }
+#endif
     for (int i = 0; i < size; i++) buf[offset + i] = (char)(u >> (8 * i));
 }
 
@@ -766,14 +774,18 @@ static int fc_clear(PyObject *op) {
     return 0;
 }
 
-static void fc_dealloc(PyObject *op) {
+/* Every type here: untrack, clear with the type's own clear, free, and drop the (heap) type,
+ * which this dealloc holds for a Python subclass too (PreparedLaunch's instances). */
+static void gc_dealloc(PyObject *op, inquiry clear) {
     PyTypeObject *tp = Py_TYPE(op);
     PyObject_GC_UnTrack(op);
-    fc_clear_state((FastCall *)op);
+    clear(op);
     freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
     tp_free(op);
     Py_DECREF(tp);
 }
+
+static void fc_dealloc(PyObject *op) { gc_dealloc(op, fc_clear); }
 
 static PyMethodDef fc_methods[] = {
     {"_fast_set", fc_fast_set, METH_O, "Set the C path of this prepared launch (see launcher.prepared)."},
@@ -955,14 +967,7 @@ static int fl_clear(PyObject *op) {
     return 0;
 }
 
-static void fl_dealloc(PyObject *op) {
-    PyTypeObject *tp = Py_TYPE(op);
-    PyObject_GC_UnTrack(op);
-    fl_clear(op);
-    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    tp_free(op);
-    Py_DECREF(tp);
-}
+static void fl_dealloc(PyObject *op) { gc_dealloc(op, fl_clear); }
 
 static PyMethodDef fl_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))fl_launch, METH_FASTCALL,
@@ -1143,14 +1148,7 @@ static int de_clear(PyObject *op) {
     return 0;
 }
 
-static void de_dealloc(PyObject *op) {
-    PyTypeObject *tp = Py_TYPE(op);
-    PyObject_GC_UnTrack(op);
-    de_clear(op);
-    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-    tp_free(op);
-    Py_DECREF(tp);
-}
+static void de_dealloc(PyObject *op) { gc_dealloc(op, de_clear); }
 
 static PyMethodDef de_methods[] = {
     {"_arm", de_arm, METH_VARARGS, "_arm(nan, encode_address, format_address, keep): encode that padding in C."},
@@ -1174,6 +1172,155 @@ static PyType_Spec de_spec = {
     "launcher._call.DescEncoder", sizeof(DescEncoder), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, de_slots,
 };
 
+/* ---- kernel[grid] while the fast-dispatch guard is on ----
+ *
+ * GuardItem(triton_getitem, function_type, method_type, plain=None) is JITFunction.__getitem__ while the
+ * guard is on (launcher.fast_dispatch.enable): kernel[grid] is the guard's generated `call` with
+ * the grid bound where the kernel's `_launcher_call` is (run, call) and run is still the
+ * kernel's run; anything else (no guard attached, a run set since, grid None) is
+ * triton_getitem(kernel, grid).  plain: a kernel class whose instances' `_launcher_call` and `run`
+ * are what their __dict__ holds (no __getattr__, __getattribute__ or data descriptor of those
+ * names: launcher.fast_dispatch decides); its kernels' are read from the __dict__ directly.
+ * In C so that kernel[grid] costs no Python frame and binds the
+ * grid as a function's __get__ does (types.MethodType costs as much again). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fallback, *function_type, *method_type;
+    PyObject *plain;  /* the kernel class whose attributes here are its instances' __dict__ entries, or None */
+} GuardItem;
+
+static PyObject *s_launcher_call, *s_run;
+
+static PyObject *gi_fallback(GuardItem *self, PyObject *jit, PyObject *grid) {
+    return PyObject_CallFunctionObjArgs(self->fallback, jit, grid, NULL);
+}
+
+/* kernel.name, read from the kernel's __dict__ where its class is `plain` (where that is what
+ * the attribute read gives); NULL with no error set where it has none. */
+static PyObject *gi_attr(GuardItem *self, PyObject *jit, PyObject *dict, PyObject *name) {
+    if (dict) {
+        PyObject *v = PyDict_GetItemWithError(dict, name);
+        return v ? Py_NewRef(v) : NULL;
+    }
+    PyObject *v = PyObject_GetAttr(jit, name);
+    if (!v && PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
+    return v;
+}
+
+static PyObject *gi_item(GuardItem *self, PyObject *jit, PyObject *grid) {
+    PyObject *dict = (PyObject *)Py_TYPE(jit) == self->plain ? PyObject_GenericGetDict(jit, NULL) : NULL;
+    if (!dict && PyErr_Occurred()) return NULL;
+    PyObject *pair = gi_attr(self, jit, dict, s_launcher_call);
+    if (!pair) {  /* none attached (or reading it failed): Triton's */
+        Py_XDECREF(dict);
+        if (PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+            PyErr_Clear();
+        }
+        return gi_fallback(self, jit, grid);
+    }
+    PyObject *result = NULL;
+    if (!PyTuple_CheckExact(pair) || PyTuple_Size(pair) != 2 || grid == Py_None) {
+        result = gi_fallback(self, jit, grid);
+        goto done;
+    }
+    PyObject *run = PyTuple_GetItem(pair, 0), *call = PyTuple_GetItem(pair, 1);  /* held by pair */
+    PyObject *current = gi_attr(self, jit, dict, s_run);
+    if (!current) {
+        if (!PyErr_Occurred()) result = gi_fallback(self, jit, grid);  /* no run of its own: unguarded */
+        goto done;
+    }
+    int same = current == run;
+    Py_DECREF(current);
+    if (!same) {  /* a run set on the kernel since (or the guard's None: unguarded) stays in charge */
+        result = gi_fallback(self, jit, grid);
+    } else if ((PyObject *)Py_TYPE(call) == self->function_type) {
+        descrgetfunc get = (descrgetfunc)PyType_GetSlot(Py_TYPE(call), Py_tp_descr_get);
+        result = get ? get(call, grid, (PyObject *)Py_TYPE(grid))
+                     : PyObject_CallFunctionObjArgs(self->method_type, call, grid, NULL);
+    } else {
+        result = PyObject_CallFunctionObjArgs(self->method_type, call, grid, NULL);
+    }
+done:
+    Py_DECREF(pair);
+    Py_XDECREF(dict);
+    return result;
+}
+
+static PyObject *gi_call(PyObject *op, PyObject *args, PyObject *kwargs) {
+    GuardItem *self = (GuardItem *)op;
+    if ((kwargs && PyDict_Size(kwargs)) || PyTuple_Size(args) != 2)
+        return PyObject_Call(self->fallback, args, kwargs);  /* not kernel[grid]: Triton's says why */
+    return gi_item(self, PyTuple_GetItem(args, 0), PyTuple_GetItem(args, 1));
+}
+
+static PyObject *gi_descr_get(PyObject *op, PyObject *obj, PyObject *type) {  /* kernel.__getitem__ */
+    if (!obj || obj == Py_None) return Py_NewRef(op);
+    return PyObject_CallFunctionObjArgs(((GuardItem *)op)->method_type, op, obj, NULL);
+}
+
+static PyObject *gi_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *fallback, *function_type, *method_type, *plain = Py_None;
+    static char *names[] = {"triton_getitem", "function_type", "method_type", "plain", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|O", names, &fallback, &function_type, &method_type, &plain))
+        return NULL;
+    if (!PyCallable_Check(fallback) || !PyType_Check(function_type) || !PyType_Check(method_type)) {
+        PyErr_SetString(PyExc_TypeError, "GuardItem(triton_getitem, function_type, method_type): a callable and two types");
+        return NULL;
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    GuardItem *self = (GuardItem *)alloc(type, 0);
+    if (!self) return NULL;
+    self->fallback = Py_NewRef(fallback);
+    self->function_type = Py_NewRef(function_type);
+    self->method_type = Py_NewRef(method_type);
+    self->plain = Py_NewRef(plain);
+    return (PyObject *)self;
+}
+
+static int gi_traverse(PyObject *op, visitproc visit, void *arg) {
+    GuardItem *self = (GuardItem *)op;
+    Py_VISIT(Py_TYPE(op));
+    Py_VISIT(self->fallback); Py_VISIT(self->function_type); Py_VISIT(self->method_type); Py_VISIT(self->plain);
+    return 0;
+}
+
+static int gi_clear(PyObject *op) {
+    GuardItem *self = (GuardItem *)op;
+    Py_CLEAR(self->fallback); Py_CLEAR(self->function_type); Py_CLEAR(self->method_type); Py_CLEAR(self->plain);
+    return 0;
+}
+
+static PyObject *gi_get_fallback(PyObject *op, void *unused) {
+    GuardItem *self = (GuardItem *)op;
+    return Py_NewRef(self->fallback ? self->fallback : Py_None);
+}
+
+static void gi_dealloc(PyObject *op) { gc_dealloc(op, gi_clear); }
+
+static PyGetSetDef gi_getset[] = {
+    {"triton_getitem", gi_get_fallback, NULL, "Triton's own JITFunction.__getitem__", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot gi_slots[] = {
+    {Py_tp_new, gi_new},
+    {Py_tp_call, gi_call},
+    {Py_tp_descr_get, gi_descr_get},
+    {Py_tp_traverse, gi_traverse},
+    {Py_tp_clear, gi_clear},
+    {Py_tp_dealloc, gi_dealloc},
+    {Py_tp_getset, gi_getset},
+    {Py_tp_doc, "GuardItem(triton_getitem, function_type, method_type, plain=None): JITFunction.__getitem__ while the "
+                "fast-dispatch guard is on (launcher.fast_dispatch)."},
+    {0, NULL},
+};
+
+static PyType_Spec gi_spec = {  /* METHOD_DESCRIPTOR: kernel[grid] calls it with (kernel, grid), unbound */
+    "launcher._call.GuardItem", sizeof(GuardItem), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_METHOD_DESCRIPTOR, gi_slots,
+};
+
 static int exec_module(PyObject *m) {
     if (!(s_calls = PyUnicode_InternFromString("calls")) || !(s_dtype = PyUnicode_InternFromString("dtype"))
             || !(s_data_ptr = PyUnicode_InternFromString("data_ptr"))
@@ -1183,11 +1330,13 @@ static int exec_module(PyObject *m) {
             || !(s_base = PyUnicode_InternFromString("base")) || !(s_shape = PyUnicode_InternFromString("shape"))
             || !(s_strides = PyUnicode_InternFromString("strides"))
             || !(s_padding = PyUnicode_InternFromString("padding"))
-            || !(s_tf32 = PyUnicode_InternFromString("round_f32_to_tf32")))
+            || !(s_tf32 = PyUnicode_InternFromString("round_f32_to_tf32"))
+            || !(s_launcher_call = PyUnicode_InternFromString("_launcher_call"))
+            || !(s_run = PyUnicode_InternFromString("run")))
         return -1;
-    PyType_Spec *specs[3] = {&fc_spec, &de_spec, &fl_spec};
-    const char *names[3] = {"FastCall", "DescEncoder", "FlatLaunch"};
-    for (int i = 0; i < 3; i++) {
+    PyType_Spec *specs[4] = {&fc_spec, &de_spec, &fl_spec, &gi_spec};
+    const char *names[4] = {"FastCall", "DescEncoder", "FlatLaunch", "GuardItem"};
+    for (int i = 0; i < 4; i++) {
         PyObject *t = PyType_FromSpec(specs[i]);
         if (!t) return -1;
         if (PyModule_AddObject(m, names[i], t) < 0) { Py_DECREF(t); return -1; }

@@ -363,7 +363,7 @@ def _flat_checks(args, params):
         elif a.kind == "scalar" and a.type in S.INT_RANGES:
             lo, hi = S.INT_RANGES[a.type]
             checks.append(("int", lo, hi, False, slot.offset, slot.code))
-        elif a.kind == "scalar" and slot.code in ("f", "d"):
+        elif a.kind == "scalar" and slot.code in S.C_FLOAT_CODES:
             checks.append(("float", slot.offset, slot.code))
         else:
             return None
@@ -433,12 +433,11 @@ class _Shape:
             return None
         if record is None and self.flat_launch is not None:
             return self.flat_launch
-        ffi = driver.native()[0]
         dry = {} if record is None else {"dry_run": driver.entry_address("launcher_dry_run"),
                                           "out_size": self.out_size, "record": record}
         launch = FlatLaunch(driver.address(self.plan), self.plan, driver.entry_address("launcher_launch"),
-                            self.spec.layout.size, ffi.offsetof("launcher_header", "function"), S.HEADER_STREAM_AT,
-                            ffi.offsetof("launcher_header", "grid_x"), self.flat_checks, **dry).launch
+                            self.spec.layout.size, S.HEADER_FUNCTION_AT, S.HEADER_STREAM_AT,
+                            S.HEADER_GRID_AT, self.flat_checks, **dry).launch
         if record is None:
             self.flat_launch = launch
         return launch

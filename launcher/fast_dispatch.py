@@ -17,8 +17,9 @@ a descriptor there sends the call to Triton's path before anything is classified
 Triton reads from the environment on every call (3.9's fpsan_homomorphic_casts) is keyed by
 what decides its value (triton_adapter.knob_source), not through its descriptor.
 
-While the guard is on, JITFunction.__getitem__ binds the grid to the guard's generated `call`
-(a bound method, where Triton builds a lambda that calls run with keywords), and JITFunction.run
+While the guard is on, JITFunction.__getitem__ (launcher._call.GuardItem, in C) binds the grid
+to the guard's generated `call` (a bound method, where Triton builds a lambda that calls run
+with keywords), and JITFunction.run
 is the guard's `run` (what autotuners, heuristics and warmup() call).
 
 On a hit the guard launches the compiled kernel recorded for that key, through its launcher
@@ -41,7 +42,7 @@ import threading
 import types
 import weakref
 
-from launcher import codegen, triton_adapter as A
+from launcher import _call, codegen, triton_adapter as A
 from launcher.cuda_launcher import CudaLauncher
 from launcher import spec as S
 from launcher.specialization import triton_type
@@ -56,7 +57,6 @@ _ABSENT = (None,)  # what _stock.get answers for a key it has not seen
 _UNSET = ("a knob the user has not set",)  # in a key: the knob's value comes from the environment
 _GUARD = "_launcher_guard"  # where a JITFunction keeps its guard while the guard is off
 _CALL = "_launcher_call"  # where an attached guard keeps the `call` that kernel[grid] returns
-_bind = types.MethodType  # call bound to a grid: cheaper to make and to call than a partial
 
 
 _FINDER: list = []  # A.cached_kernel_finder(), one for every guard (made with the first)
@@ -88,10 +88,21 @@ def enable() -> None:
         jit_cls.run = _first_run
         # kernel[grid] binds the grid to the guard's call, unless something other than Triton
         # (whose __getitem__ JITFunction inherits from KernelInterface) has taken __getitem__
-        _state["getitem"] = "__getitem__" not in jit_cls.__dict__
-        if _state["getitem"]:
-            _triton_getitem[0] = jit_cls.__getitem__
-            jit_cls.__getitem__ = _getitem
+        # (the rule of kernel[grid] while the guard is on: launcher._call.GuardItem, in C)
+        if "__getitem__" not in jit_cls.__dict__:
+            _state["getitem"] = jit_cls.__getitem__ = _call.GuardItem(
+                jit_cls.__getitem__, types.FunctionType, types.MethodType, jit_cls if _plain(jit_cls) else None)
+
+
+def _plain(cls) -> bool:
+    """Whether an instance's `run` and `_launcher_call` (_CALL) are what its __dict__ holds, for
+    instances of exactly `cls`: no __getattr__ or __getattribute__ of its own, no data
+    descriptor of those names (GuardItem then reads them from the __dict__)."""
+    def data_descriptor(name):
+        v = next((vars(c)[name] for c in cls.__mro__ if name in vars(c)), None)
+        return v is not None and (hasattr(type(v), "__set__") or hasattr(type(v), "__delete__"))
+    return (cls.__getattribute__ is object.__getattribute__ and not hasattr(cls, "__getattr__")
+            and "__dict__" in dir(cls) and not data_descriptor("run") and not data_descriptor(_CALL))
 
 
 def disable() -> None:
@@ -103,8 +114,8 @@ def disable() -> None:
             return
         jit_cls = _state["cls"]
         jit_cls.run = _state["run"]
-        if _state["getitem"] and jit_cls.__dict__.get("__getitem__") is _getitem:  # not if replaced since
-            del jit_cls.__getitem__
+        if _state.get("getitem") is not None and jit_cls.__dict__.get("__getitem__") is _state["getitem"]:
+            del jit_cls.__getitem__  # not if replaced since
         for guard in list(_attached):
             guard.detach()
         _attached.clear()
@@ -124,22 +135,6 @@ def fallback_counts() -> dict:
     for reason, count in list(_fallbacks.items()):
         out[str(reason)] = out.get(str(reason), 0) + count
     return out
-
-
-_triton_getitem = [None]  # Triton's own JITFunction.__getitem__
-
-
-def _getitem(self, grid):
-    """JITFunction.__getitem__ while the guard is on: the guard's call with this grid where the
-    guard's run is the kernel's run; else Triton's own (its lambda calls whatever run is: the
-    first run puts a guard in front, a run set on the kernel by its user stays in charge)."""
-    try:
-        run, call = self._launcher_call  # _CALL: set while a guard is attached
-    except Exception:  # none attached (or a subclass's __getattr__ answered something else)
-        return _triton_getitem[0](self, grid)
-    if self.run is run and grid is not None:  # the instance's run: the guard's, not one set since
-        return _bind(call, grid)
-    return _triton_getitem[0](self, grid)
 
 
 def _first_run(self, *args, grid, warmup, **kwargs):

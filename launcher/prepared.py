@@ -202,7 +202,6 @@ class PreparedLaunch(FastCall):
         into the header and launches with the shape's plan; in a dry run it returns `split` of
         the bytes the driver would receive."""
         spec, shape = self.spec, self._launcher._shape
-        ffi = driver.native()[0]
         stream = self._stream  # Triton's getter bound to the device: called as it is, one call less
         if stream.__class__ is functools.partial and len(stream.args) == 1 and not stream.keywords:
             stream_fn, stream_args = stream.func, stream.args
@@ -224,7 +223,7 @@ class PreparedLaunch(FastCall):
         while n_min and spec.args[n_min - 1].kind == "constexpr":  # trailing constexprs may be left out
             n_min -= 1
         template = bytearray(spec.layout.size)
-        struct.pack_into("<Q", template, ffi.offsetof("launcher_header", "function"), self.function)
+        struct.pack_into("<Q", template, S.HEADER_FUNCTION_AT, self.function)
         bound = self._bound
         return {
             "stream_fn": stream_fn, "stream_args": tuple(stream_args),
@@ -235,7 +234,7 @@ class PreparedLaunch(FastCall):
             "plan": driver.address(shape.plan), "plan_keep": shape.plan,
             "launch": driver.entry_address("launcher_launch"), "dry_run": driver.entry_address("launcher_dry_run"),
             "template": bytes(template), "stream_at": S.HEADER_STREAM_AT,
-            "grid_at": ffi.offsetof("launcher_header", "grid_x"), "out_size": shape.out_size,
+            "grid_at": S.HEADER_GRID_AT, "out_size": shape.out_size,
             "grid": grid, "grid_fn": self.grid_fn, "names": tuple(p.name for p in self.params),
             "checks": checks, "n_min": n_min, "trailing": tuple(self.values[n_min:]),
             "split": shape.split_bytes if self._dry_run else None,
@@ -396,7 +395,7 @@ def _fast_checks(args, values, prefix, aligned, encoders, typed, params) -> tupl
             checks.append(("int", lo, hi, path in aligned, slot.offset, slot.code))
         elif arg.type in S.BOOLS:
             checks.append(("bool", slot.offset))
-        elif arg.type in S.FLOATS and slot.code in ("f", "d"):  # fp16 ("e"): struct's rounding, in launch
+        elif arg.type in S.FLOATS and slot.code in S.C_FLOAT_CODES:
             checks.append(("float", slot.offset, slot.code))
         else:
             return None

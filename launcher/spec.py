@@ -61,15 +61,18 @@ BOOLS = ("i1", "u1")
 def _native_facts():
     """What the native library's header says (cdefs/launcher.h), read from ffi: the struct
     format of the launch header that precedes the parameters in the packed buffer, its size,
-    where the stream sits in it, and the kernel parameter space."""
+    where the function handle, the stream and the grid sit in it, and the kernel parameter space."""
     from launcher import driver
 
     ffi, lib = driver.native()
     fmt = driver.struct_format("launcher_header")[1:]
-    return fmt, ffi.sizeof("launcher_header"), ffi.offsetof("launcher_header", "stream"), lib.LAUNCHER_MAX_PARAM_BYTES
+    at = [ffi.offsetof("launcher_header", f) for f in ("function", "stream", "grid_x")]
+    return fmt, ffi.sizeof("launcher_header"), *at, lib.LAUNCHER_MAX_PARAM_BYTES
 
 
-HEADER_FORMAT, HEADER_SIZE, HEADER_STREAM_AT, MAX_PARAM_BYTES = _native_facts()
+HEADER_FORMAT, HEADER_SIZE, HEADER_FUNCTION_AT, HEADER_STREAM_AT, HEADER_GRID_AT, MAX_PARAM_BYTES = _native_facts()
+# The struct codes of the floats call.c's float check packs itself (fp16, "e", keeps struct's rounding)
+C_FLOAT_CODES = ("f", "d")
 
 GLOBAL_SCRATCH, PROFILE_SCRATCH = "<global scratch>", "<profile scratch>"
 

@@ -825,6 +825,59 @@ def test_kernel_grid_leaves_a_run_set_by_the_user_and_another_getitem_in_charge(
         del jit_cls.__getitem__
 
 
+def test_kernel_grid_in_c_reads_as_the_attributes_do(switched):
+    """JITFunction.__getitem__ while the guard is on is launcher._call.GuardItem: kernel[grid] is
+    the guard's call bound to the grid for JITFunction itself (read from the kernel's __dict__)
+    and for a subclass (read as attributes, its __getattr__ and properties honoured); grid None,
+    a kernel without a guard and a `_launcher_call` that fails to read are Triton's; reached
+    as an attribute it binds like a method; it leaks no references."""
+    import sys
+    triton_, jit_cls, args = switched
+    fast_dispatch.enable()
+    item = jit_cls.__dict__["__getitem__"]
+    assert type(item).__name__ == "GuardItem" and jit_cls.__getitem__ is item
+    assert item.triton_getitem is next(vars(c)["__getitem__"] for c in jit_cls.__mro__[1:] if "__getitem__" in vars(c))
+    guard_kernel[(1,)](*args, BLOCK=64)  # the first run puts the guard in front (a miss)
+    guard = guard_kernel.__dict__[fast_dispatch._GUARD]
+    bound = guard_kernel.__getitem__((3,))  # as an attribute: bound to the kernel like a method
+    assert isinstance(bound, types.MethodType) and bound.__func__ is guard.call and bound.__self__ == (3,)
+    assert not isinstance(guard_kernel[None], types.MethodType)  # Triton's, which fails later as it does
+    grid = (1,)
+    before = sys.getrefcount(grid), sys.getrefcount(guard.call)
+    for _ in range(1000):
+        guard_kernel[grid]
+    assert (sys.getrefcount(grid), sys.getrefcount(guard.call)) == before
+    with pytest.raises(TypeError):
+        item(guard_kernel)  # not kernel[grid]: Triton's own __getitem__ says why
+    hits = fast_dispatch.stats()["hits"]
+    guard_kernel[grid](*args, BLOCK=64)
+    assert fast_dispatch.stats()["hits"] == hits + 1
+
+    class Sub(jit_cls):  # not JITFunction itself: GuardItem reads attributes, as Python would
+        reads = 0
+
+        def __getattribute__(self, name):
+            if name == fast_dispatch._CALL:
+                type(self).reads += 1
+            return object.__getattribute__(self, name)
+
+    sub = object.__new__(Sub)
+    sub.__dict__.update(guard_kernel.__dict__)
+    assert isinstance(sub[(2,)], types.MethodType) and sub[(2,)].__func__ is guard.call and Sub.reads == 2
+
+    class Broken(jit_cls):
+        @property
+        def _launcher_call(self):
+            raise RuntimeError("unreadable")
+
+    broken = object.__new__(Broken)
+    broken.__dict__.update(guard_kernel.__dict__)
+    assert not isinstance(broken[(1,)], types.MethodType)  # Triton's __getitem__, not an error
+    fresh = object.__new__(jit_cls)  # no guard attached: Triton's
+    assert not isinstance(fresh[(1,)], types.MethodType)
+    assert fast_dispatch._plain(jit_cls) and not fast_dispatch._plain(Sub) and not fast_dispatch._plain(Broken)
+
+
 def test_the_knobs_in_the_key_are_those_tritons_run_reads():
     """The guard's key and its lookup of Triton's cache read the knobs JITFunction.run puts into
     the keywords of its cache key, on this release: read out of run's own source."""

@@ -17,12 +17,11 @@ from hypothesis import strategies as st
 import fuzz_signatures as F
 from launcher import CudaLauncher, driver
 from launcher._call import FlatLaunch
-from launcher.spec import HEADER_FORMAT, HEADER_STREAM_AT
+from launcher.spec import HEADER_FORMAT, HEADER_FUNCTION_AT, HEADER_GRID_AT, HEADER_STREAM_AT
 
 FUZZ = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-_FFI = driver.native()[0]
 # (function_at, stream_at, grid_at): where the header's fields lie (cdefs/launcher.h), as the launcher reads them
-HEADER_AT = (_FFI.offsetof("launcher_header", "function"), HEADER_STREAM_AT, _FFI.offsetof("launcher_header", "grid_x"))
+HEADER_AT = (HEADER_FUNCTION_AT, HEADER_STREAM_AT, HEADER_GRID_AT)
 GRIDS = st.tuples(st.integers(1, 2**31 - 1), st.integers(1, 4), st.integers(1, 4))
 
 
