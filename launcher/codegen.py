@@ -364,8 +364,8 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
     of a parameter whose argument in a first call was of a class that never keys, with that class
     as _lg_NEVER_CLASS and its NoKey as _lg_NEVER in namespace (and Triton's run as _lg_ORIGINAL,
     the fallback counter as _lg_FALLBACKS), or None. shared: the names of namespace whose values
-    are the same for every kernel and never change (Triton's knobs, the counters, the key
-    functions): the guard reads them as globals, from one dict for all kernels (define)."""
+    are the same for every kernel, never change and are read once per call (Triton's knobs,
+    the counters): the guard reads them as globals, from one dict for all kernels (define)."""
     hints = hints or {}
     lines, keys, passed = [], [], []
     sig = []

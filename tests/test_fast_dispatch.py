@@ -828,7 +828,7 @@ def test_kernel_grid_leaves_a_run_set_by_the_user_and_another_getitem_in_charge(
 def test_kernel_grid_in_c_reads_as_the_attributes_do(switched):
     """JITFunction.__getitem__ while the guard is on is launcher._call.GuardItem: kernel[grid] is
     the guard's call bound to the grid for JITFunction itself (read from the kernel's __dict__)
-    and for a subclass (read as attributes, its __getattr__ and properties honoured); grid None,
+    and for a subclass (read as attributes: its __getattribute__ and properties honoured); grid None,
     a kernel without a guard and a `_launcher_call` that fails to read are Triton's; reached
     as an attribute it binds like a method; it leaks no references."""
     import sys
