@@ -88,17 +88,16 @@ def env():
 
 
 def record(benchmark, env, kind, group, times, *, unit, ops, warmup, skipped=None, invalid=None,
-           notes=None, ratios=None, **extra):
-    """Store a test's figures in its benchmark's extra_info (the layout of launcher.bench.results)."""
+           notes=None, ratios=None, cpu_note="", **extra):
+    """Store a test's figures in its benchmark's extra_info (the layout of launcher.bench.results).
+    cpu_note: the CPUs its rounds ran on (the Rounds of timed_rounds: r.cpu_note)."""
     rounds = max((len(v) for v in times.values()), default=0)  # 1 under --benchmark-disable
+    notes = {**(notes or {}), **({"CPU": cpu_note} if cpu_note else {})}
     benchmark.extra_info.update(
         launcher_bench=LAYOUT, kind=kind, group=group, unit=unit, ops_per_batch=ops, rounds=rounds,
         warmup_rounds=warmup, order=ORDER, paths={k: list(v) for k, v in times.items()},
-        skipped=dict(skipped or {}), invalid=dict(invalid or {}), notes={**(notes or {}), **_cpu_note},
+        skipped=dict(skipped or {}), invalid=dict(invalid or {}), notes=notes,
         ratios=[list(r) for r in ratios or []], env=env, **extra)
-
-
-_cpu_note = {}  # the CPUs the last timed_rounds ran on (cpu.Settler.note), for record()'s notes
 
 
 def timed_rounds(benchmark, paths, rounds, warmup, rerun=True):
@@ -111,9 +110,7 @@ def timed_rounds(benchmark, paths, rounds, warmup, rerun=True):
     r.warmup(warmup)
     benchmark.pedantic(r.round, rounds=rounds, iterations=1, warmup_rounds=0)
     sync()
-    _cpu_note.clear()
-    if settler.note():
-        _cpu_note["CPU"] = settler.note()
+    r.cpu_note = settler.note()  # for record(): where these rounds ran
     return r
 
 
@@ -541,7 +538,7 @@ def test_hot(benchmark, cases, env, tmp_path, name):
         notes[N.FAST], why = fast_summary(ctx.fast_batches[WARMUP:], ctx.fast_how, BATCH, keyable)
         if why:
             invalid[N.FAST] = why
-    record(benchmark, env, "hot", name, r.times, unit="µs per launch", ops=BATCH, warmup=WARMUP,
+    record(benchmark, env, "hot", name, r.times, cpu_note=r.cpu_note, unit="µs per launch", ops=BATCH, warmup=WARMUP,
            skipped=skipped, invalid=invalid, notes=notes, ratios=HOT_RATIOS, triton_version=triton.__version__)
     for pname, why in skipped.items():
         print(f"[{name}] {pname}: skipped: {why}")
@@ -617,7 +614,7 @@ def test_fast_dispatch_miss(benchmark, env):
         notes[N.MISS] += f"; misses per batch of {MISS_BATCH}: {lo}–{max(b['misses'] for b in known)}"
         if lo < MISS_BATCH or any(b.get("hits") for b in known):
             invalid[N.MISS] = f"not every call was a miss: {known}"
-    record(benchmark, env, "cold", N.FAST_MISS, r.times, unit="µs per call", ops=MISS_BATCH,
+    record(benchmark, env, "cold", N.FAST_MISS, r.times, cpu_note=r.cpu_note, unit="µs per call", ops=MISS_BATCH,
            warmup=1, invalid=invalid, notes=notes, ratios=[(N.MISS, N.TRITON_PATH)])
 
 
@@ -704,7 +701,7 @@ def test_cold_new_signature(benchmark, env, cold_kernels, tmp_path):
     r = timed_rounds(benchmark, paths, rounds, 1, rerun=False)
     notes = {N.STOCK: "Triton %s: %s" % (triton.__version__, "gcc builds the launcher (empty Triton cache)"
                                          if STOCK_COMPILES_LAUNCHERS else "Triton's precompiled variadic launcher")}
-    record(benchmark, env, "cold", N.COLD_NEW, r.times, unit="µs", ops=1, warmup=1, notes=notes,
+    record(benchmark, env, "cold", N.COLD_NEW, r.times, cpu_note=r.cpu_note, unit="µs", ops=1, warmup=1, notes=notes,
            ratios=[(N.OURS, N.STOCK)])
 
 
@@ -735,8 +732,8 @@ def test_cold_same_shape(benchmark, env, cold_kernels):
     paths = [path(N.OURS, launcher.CudaLauncher, True), path(N.STOCK, stock_cls, False)]
     benchmark.group = "cold: " + N.COLD_SHAPE
     r = timed_rounds(benchmark, paths, COLD_ROUNDS, 1, rerun=False)
-    record(benchmark, env, "cold", N.COLD_SHAPE, r.times, unit="µs per launcher", ops=TWINS, warmup=1,
-           ratios=[(N.OURS, N.STOCK)])
+    record(benchmark, env, "cold", N.COLD_SHAPE, r.times, cpu_note=r.cpu_note, unit="µs per launcher", ops=TWINS,
+           warmup=1, ratios=[(N.OURS, N.STOCK)])
 
 
 def test_cold_module_load(benchmark, env):
@@ -770,7 +767,7 @@ def test_cold_module_load(benchmark, env):
     paths = [Path(N.MODULE_LOAD, load_unload, MODULE_OPS), Path(N.MODULE_HIT, hit_release, MODULE_OPS)]
     benchmark.group = "cold: " + N.COLD_MODULE
     r = timed_rounds(benchmark, paths, ROUNDS, WARMUP)
-    record(benchmark, env, "cold", N.COLD_MODULE, r.times, unit="µs per op", ops=MODULE_OPS,
+    record(benchmark, env, "cold", N.COLD_MODULE, r.times, cpu_note=r.cpu_note, unit="µs per op", ops=MODULE_OPS,
            warmup=WARMUP, ratios=[(N.MODULE_HIT, N.MODULE_LOAD)])
 
 
