@@ -1174,22 +1174,23 @@ static PyType_Spec de_spec = {
 
 /* ---- kernel[grid] while the fast-dispatch guard is on ----
  *
- * GuardItem(triton_getitem, function_type, method_type, plain=None) is JITFunction.__getitem__ while the
- * guard is on (launcher.fast_dispatch.enable): kernel[grid] is the guard's generated `call` with
- * the grid bound where the kernel's `_launcher_call` is (run, call) and run is still the
- * kernel's run; anything else (no guard attached, a run set since, grid None) is
- * triton_getitem(kernel, grid).  plain: a kernel class whose instances' `_launcher_call` and `run`
- * are what their __dict__ holds (no __getattr__, __getattribute__ or data descriptor of those
- * names: launcher.fast_dispatch decides); its kernels' are read from the __dict__ directly.
- * In C so that kernel[grid] costs no Python frame and binds the
- * grid as a function's __get__ does (types.MethodType costs as much again). */
+ * GuardItem(triton_getitem, function_type, method_type, call_attribute, plain=None) is
+ * JITFunction.__getitem__ while the guard is on (launcher.fast_dispatch.enable): kernel[grid] is
+ * the guard's generated `call` with the grid bound where the kernel's attribute `call_attribute`
+ * (fast_dispatch._CALL) is (run, call) and run is still the kernel's run; anything else (no
+ * guard attached, a run set since, grid None) is triton_getitem(kernel, grid).
+ * plain: a kernel class whose instances' `call_attribute` and `run` are what their __dict__
+ * holds (no __getattr__, __getattribute__ or data descriptor of those names:
+ * launcher.fast_dispatch decides); its kernels' are read from the __dict__ directly.  In C so
+ * that kernel[grid] costs no Python frame and binds the grid as a function's __get__ does
+ * (types.MethodType costs as much again). */
 typedef struct {
     PyObject_HEAD
-    PyObject *fallback, *function_type, *method_type;
+    PyObject *fallback, *function_type, *method_type, *call_attr;
     PyObject *plain;  /* the kernel class whose attributes here are its instances' __dict__ entries, or None */
 } GuardItem;
 
-static PyObject *s_launcher_call, *s_run;
+static PyObject *s_run;
 
 static PyObject *gi_fallback(GuardItem *self, PyObject *jit, PyObject *grid) {
     return PyObject_CallFunctionObjArgs(self->fallback, jit, grid, NULL);
@@ -1197,7 +1198,7 @@ static PyObject *gi_fallback(GuardItem *self, PyObject *jit, PyObject *grid) {
 
 /* kernel.name, read from the kernel's __dict__ where its class is `plain` (where that is what
  * the attribute read gives); NULL with no error set where it has none. */
-static PyObject *gi_attr(GuardItem *self, PyObject *jit, PyObject *dict, PyObject *name) {
+static PyObject *gi_attr(PyObject *jit, PyObject *dict, PyObject *name) {
     if (dict) {
         PyObject *v = PyDict_GetItemWithError(dict, name);
         return v ? Py_NewRef(v) : NULL;
@@ -1210,7 +1211,7 @@ static PyObject *gi_attr(GuardItem *self, PyObject *jit, PyObject *dict, PyObjec
 static PyObject *gi_item(GuardItem *self, PyObject *jit, PyObject *grid) {
     PyObject *dict = (PyObject *)Py_TYPE(jit) == self->plain ? PyObject_GenericGetDict(jit, NULL) : NULL;
     if (!dict && PyErr_Occurred()) return NULL;
-    PyObject *pair = gi_attr(self, jit, dict, s_launcher_call);
+    PyObject *pair = gi_attr(jit, dict, self->call_attr);
     if (!pair) {  /* none attached (or reading it failed): Triton's */
         Py_XDECREF(dict);
         if (PyErr_Occurred()) {
@@ -1225,7 +1226,7 @@ static PyObject *gi_item(GuardItem *self, PyObject *jit, PyObject *grid) {
         goto done;
     }
     PyObject *run = PyTuple_GetItem(pair, 0), *call = PyTuple_GetItem(pair, 1);  /* held by pair */
-    PyObject *current = gi_attr(self, jit, dict, s_run);
+    PyObject *current = gi_attr(jit, dict, s_run);
     if (!current) {
         if (!PyErr_Occurred()) result = gi_fallback(self, jit, grid);  /* no run of its own: unguarded */
         goto done;
@@ -1260,12 +1261,15 @@ static PyObject *gi_descr_get(PyObject *op, PyObject *obj, PyObject *type) {  /*
 }
 
 static PyObject *gi_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *fallback, *function_type, *method_type, *plain = Py_None;
-    static char *names[] = {"triton_getitem", "function_type", "method_type", "plain", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|O", names, &fallback, &function_type, &method_type, &plain))
+    PyObject *fallback, *function_type, *method_type, *call_attr, *plain = Py_None;
+    static char *names[] = {"triton_getitem", "function_type", "method_type", "call_attribute", "plain", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOU|O", names, &fallback, &function_type, &method_type,
+                                     &call_attr, &plain))
         return NULL;
     if (!PyCallable_Check(fallback) || !PyType_Check(function_type) || !PyType_Check(method_type)) {
-        PyErr_SetString(PyExc_TypeError, "GuardItem(triton_getitem, function_type, method_type): a callable and two types");
+        PyErr_SetString(PyExc_TypeError,
+                        "GuardItem(triton_getitem, function_type, method_type, call_attribute): "
+                        "a callable, two types and a str");
         return NULL;
     }
     allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
@@ -1274,6 +1278,7 @@ static PyObject *gi_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     self->fallback = Py_NewRef(fallback);
     self->function_type = Py_NewRef(function_type);
     self->method_type = Py_NewRef(method_type);
+    self->call_attr = Py_NewRef(call_attr);
     self->plain = Py_NewRef(plain);
     return (PyObject *)self;
 }
@@ -1281,13 +1286,15 @@ static PyObject *gi_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
 static int gi_traverse(PyObject *op, visitproc visit, void *arg) {
     GuardItem *self = (GuardItem *)op;
     Py_VISIT(Py_TYPE(op));
-    Py_VISIT(self->fallback); Py_VISIT(self->function_type); Py_VISIT(self->method_type); Py_VISIT(self->plain);
+    Py_VISIT(self->fallback); Py_VISIT(self->function_type); Py_VISIT(self->method_type); Py_VISIT(self->call_attr);
+    Py_VISIT(self->plain);
     return 0;
 }
 
 static int gi_clear(PyObject *op) {
     GuardItem *self = (GuardItem *)op;
-    Py_CLEAR(self->fallback); Py_CLEAR(self->function_type); Py_CLEAR(self->method_type); Py_CLEAR(self->plain);
+    Py_CLEAR(self->fallback); Py_CLEAR(self->function_type); Py_CLEAR(self->method_type); Py_CLEAR(self->call_attr);
+    Py_CLEAR(self->plain);
     return 0;
 }
 
@@ -1311,7 +1318,8 @@ static PyType_Slot gi_slots[] = {
     {Py_tp_clear, gi_clear},
     {Py_tp_dealloc, gi_dealloc},
     {Py_tp_getset, gi_getset},
-    {Py_tp_doc, "GuardItem(triton_getitem, function_type, method_type, plain=None): JITFunction.__getitem__ while the "
+    {Py_tp_doc, "GuardItem(triton_getitem, function_type, method_type, call_attribute, plain=None): "
+                "JITFunction.__getitem__ while the "
                 "fast-dispatch guard is on (launcher.fast_dispatch)."},
     {0, NULL},
 };
@@ -1331,7 +1339,6 @@ static int exec_module(PyObject *m) {
             || !(s_strides = PyUnicode_InternFromString("strides"))
             || !(s_padding = PyUnicode_InternFromString("padding"))
             || !(s_tf32 = PyUnicode_InternFromString("round_f32_to_tf32"))
-            || !(s_launcher_call = PyUnicode_InternFromString("_launcher_call"))
             || !(s_run = PyUnicode_InternFromString("run")))
         return -1;
     PyType_Spec *specs[4] = {&fc_spec, &de_spec, &fl_spec, &gi_spec};

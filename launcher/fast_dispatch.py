@@ -91,7 +91,7 @@ def enable() -> None:
         # (the rule of kernel[grid] while the guard is on: launcher._call.GuardItem, in C)
         if "__getitem__" not in jit_cls.__dict__:
             _state["getitem"] = jit_cls.__getitem__ = _call.GuardItem(
-                jit_cls.__getitem__, types.FunctionType, types.MethodType, jit_cls if _plain(jit_cls) else None)
+                jit_cls.__getitem__, types.FunctionType, types.MethodType, _CALL, jit_cls if _plain(jit_cls) else None)
 
 
 def _plain(cls) -> bool:
