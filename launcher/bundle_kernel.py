@@ -37,7 +37,7 @@ from launcher import variants as V
 from launcher.arguments import check_header, refuse_bool_stream
 from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
-from launcher.specialization import _tensordesc_type, array_interface
+from launcher.specialization import DIVISIBILITY_MASK, INT_KEYS, _tensordesc_type, array_interface, divisible, int_key
 
 log = logging.getLogger("launcher.bundle")
 
@@ -56,14 +56,10 @@ REQUIRED = _Required()
 
 
 # ---- the specialization key of one argument (cheap; a refinement of Triton's) ----
-_I32_LO, _I32_HI = S.INT_RANGES["i32"]
-_I64_LO, _I64_HI = S.INT_RANGES["i64"]
-_U64_HI = S.INT_RANGES["u64"][1]
-# Keys of the commonest arguments are strings: a call's key is a tuple of one key per argument,
-# hashed on every launch, and a string's hash is computed once (a tuple's, every time).
-_ONE = "int: one"
-_INT_KEYS = {(c, neg, d): f"int: range {c}{', negative' if neg else ''}{', divisible by 16' if d else ''}"
-             for c in range(4) for neg in (False, True) for d in (False, True)}
+# Keys of the commonest arguments are small ints (an int argument's: launcher.specialization's
+# int_key, the one rule) or strings: a call's key is a tuple of one key per argument, hashed on
+# every launch, and an int's or a string's hash costs nothing (a tuple's is computed every time).
+_BEYOND_64_BITS = "int: beyond 64 bits"
 _FLOAT = "float"
 _NONE = "none"
 
@@ -72,15 +68,8 @@ def key_of(v):
     """What the choice of a variant depends on in argument `v`."""
     cls = v.__class__
     if cls is int:
-        if v == 1:
-            return _ONE
-        if _I32_LO <= v <= _I32_HI:
-            c = 0
-        elif _I64_LO <= v <= _I64_HI:
-            c = 1
-        else:
-            c = 2 if 0 <= v <= _U64_HI else 3
-        return _INT_KEYS[(c, v < 0, v % 16 == 0)]
+        key = int_key(v)
+        return key if key is not None else _BEYOND_64_BITS
     if cls is float:
         return _FLOAT
     if v is None:
@@ -89,12 +78,12 @@ def key_of(v):
         return (bool, v)
     data_ptr = getattr(v, "data_ptr", None)
     if data_ptr is not None:
-        return (cls, getattr(v, "dtype", None), data_ptr() % 16 == 0)
+        return (cls, getattr(v, "dtype", None), divisible(data_ptr()))
     if cls is tuple or cls is list or isinstance(v, tuple):
         return (tuple, tuple([key_of(x) for x in v]))
     cai = array_interface(v)
     if cai is not None:
-        return (cls, cai[1], cai[0] % 16 == 0)
+        return (cls, cai[1], divisible(cai[0]))
     if hasattr(v, "block_shape"):
         return (cls, _tensordesc_type(v))
     return (cls, v)
@@ -116,23 +105,9 @@ def key_of_pointer(v):
     """key_of for a parameter every variant takes as a pointer: a tensor, first; the generated
     call inlines it for torch tensors (BundleKernel._generate), with the same keys."""
     try:
-        return (v.__class__, v.dtype, v.data_ptr() % 16 == 0)
+        return (v.__class__, v.dtype, divisible(v.data_ptr()))
     except AttributeError:  # an int address, None, a __cuda_array_interface__ object, a dtype-less object
         return key_of(v)
-
-
-_INT_KEYS_SEEN: dict = {}  # int -> its key_of, for the ints calls have passed (sizes, strides, flags)
-_INT_KEYS_SEEN_MAX = 8192
-
-
-def key_of_int(v):
-    """key_of for a parameter every variant takes as an integer (or specialized from one). The
-    generated call looks an int up in _INT_KEYS_SEEN first (BundleKernel._generate): one dict
-    lookup where the class tests cost several comparisons; this fills it (up to a bound)."""
-    key = key_of(v)
-    if v.__class__ is int and len(_INT_KEYS_SEEN) < _INT_KEYS_SEEN_MAX:
-        _INT_KEYS_SEEN[v] = key
-    return key
 
 
 def raw_key(v):
@@ -172,7 +147,7 @@ def _leaf_kind(args):
     return "any"
 
 
-_KEY_OF = {"pointer": key_of_pointer, "int": key_of_int, "descriptor": key_of_descriptor}  # else key_of
+_KEY_OF = {"pointer": key_of_pointer, "int": key_of, "descriptor": key_of_descriptor}  # else key_of
 
 
 def _leaf_key(var, kind, torch_inline: bool) -> str:
@@ -180,11 +155,11 @@ def _leaf_key(var, kind, torch_inline: bool) -> str:
     not a tuple): what key_of gives, with the common cases inline. A torch tensor's `var`
     becomes its data_ptr() (what the launch takes), read once."""
     if kind == "pointer":
-        return (f"(({var}.__class__, {var}.dtype, not ({var} := {var}.data_ptr()) & 15) "
+        return (f"(({var}.__class__, {var}.dtype, not ({var} := {var}.data_ptr()) & {DIVISIBILITY_MASK}) "
                 f"if {var}.__class__ is _launcher_TENSOR else _launcher_key_of_pointer({var}))") \
             if torch_inline else f"_launcher_key_of_pointer({var})"
-    if kind == "int":  # an int passed before: one lookup
-        return f"((_launcher_IK.get({var}) or _launcher_key_of_int({var})) if {var}.__class__ is _launcher_int else _launcher_key_of({var}))"
+    if kind == "int":  # an int passed before: one lookup (int_key fills the table; no key is 0)
+        return f"((_launcher_IK.get({var}) or _launcher_key_of({var})) if {var}.__class__ is _launcher_int else _launcher_key_of({var}))"
     if kind == "float":
         return f"(_launcher_FLOAT if {var}.__class__ is _launcher_float else _launcher_key_of({var}))"
     if kind == "descriptor":
@@ -445,7 +420,7 @@ class BundleKernel:
                          _launcher_device=_torch_raw[0] if _torch_raw else _current_device,
                          _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many,
                          _launcher_TENSOR=torch.Tensor if torch is not None else None, _launcher_FLOAT=_FLOAT,
-                         _launcher_IK=_INT_KEYS_SEEN, _launcher_key_of=key_of, _launcher_key_of_int=key_of_int,
+                         _launcher_IK=INT_KEYS[True, True], _launcher_key_of=key_of,
                          _launcher_key_of_pointer=key_of_pointer, _launcher_key_of_descriptor=key_of_descriptor)
         source = _TEMPLATE.format(signature=signature, stream=stream, count=positional, prelude="".join(prelude),
                                   names="".join(f"{n}, " for n in self.names), keys="".join(keys))

@@ -44,8 +44,8 @@ import weakref
 
 from launcher import _call, codegen, triton_adapter as A
 from launcher.cuda_launcher import CudaLauncher
-from launcher import spec as S
-from launcher.specialization import triton_type
+from launcher.specialization import DIVISIBILITY_MASK as _MASK, INT_KEYS, triton_type
+from launcher.specialization import int_key as _int_key
 
 _lock = threading.Lock()
 _state: dict = {}  # while enabled: the original JITFunction.run
@@ -186,38 +186,13 @@ def classify(value, specialize: bool, align: bool, tensor=None):
     return (ty, dtype if dtype is not None else None, attr)
 
 
-_I32_LO, _I32_HI = S.INT_RANGES["i32"]
-_I64_LO, _I64_HI = S.INT_RANGES["i64"]
-_U64_HI = S.INT_RANGES["u64"][1]
-# (specialize, align) -> {int: its key}: the ints calls have passed (sizes, strides, flags), looked
-# up by the generated code before it calls int_key; bounded, and a pure function of the int.
-_INT_KEYS = {(s, a): {} for s in (True, False) for a in (True, False)}
-_INT_KEYS_MAX = 8192
-
-
 def int_key(v: int, specialize: bool = True, align: bool = True) -> int:
-    """The key of an int argument: what decides which kernel Triton compiles for it. Where the
-    parameter is specialized: 1 for 1 (Triton makes it a constexpr), else its range's code (i32 2,
-    i64 4, u64 6: launcher.spec.INT_RANGES), plus 1 when it is not divisible by 16 or the
-    parameter is not specialized on alignment. A do_not_specialize parameter: the range alone
-    (8, 9, 10). NoKey beyond 64 bits (Triton refuses it)."""
-    if _I32_LO <= v <= _I32_HI:
-        code = 2
-    elif _I64_LO <= v <= _I64_HI:
-        code = 4
-    elif 0 <= v <= _U64_HI:
-        code = 6
-    else:
+    """The key of an int argument: launcher.specialization.int_key (the one rule), NoKey beyond
+    64 bits (Triton refuses it). The generated code looks the int up in that rule's table for
+    the parameter's flags (specialization.INT_KEYS) before it calls this."""
+    key = _int_key(v, specialize, align)
+    if key is None:
         raise NoKey("an integer beyond 64 bits")
-    if not specialize:
-        key = code // 2 + 7
-    elif v == 1:
-        key = 1
-    else:
-        key = code + (v & 15 != 0 if align else 1)
-    table = _INT_KEYS[specialize, align]
-    if len(table) < _INT_KEYS_MAX:
-        table[v] = key
     return key
 
 
@@ -226,9 +201,9 @@ def _item_key(v, tensor):
     kinds here, with the generated code's codes; anything else through classify."""
     cls = v.__class__
     if cls is tensor:
-        return (v.dtype, not v.data_ptr() & 15)
+        return (v.dtype, not v.data_ptr() & _MASK)
     if cls is int:
-        key = _INT_KEYS[True, True].get(v)
+        key = INT_KEYS[True, True].get(v)
         return key if key is not None else int_key(v)
     if cls is float or cls is bool or v is None:
         return cls  # by class, as the generated code keys them
@@ -320,7 +295,7 @@ class Guard:
             "_lg_check_globals": A.check_used_globals, "_lg_HOOK_CHAIN": A.hook_chain_type(),
             "_lg_HITS": _hits, "_lg_classify": classify, "_lg_TENSOR": tensor, "_lg_int_key": int_key,
         }
-        for (specialize, align), table in _INT_KEYS.items():
+        for (specialize, align), table in INT_KEYS.items():
             ns[f"_lg_IK_{int(specialize)}{int(align)}"] = table
         knobs = []
         for i, (holder, attr) in enumerate(A.dispatch_knobs()):

@@ -54,6 +54,57 @@ _I32 = S.INT_RANGES["i32"]
 _I64 = S.INT_RANGES["i64"]
 _U64 = S.INT_RANGES["u64"]
 
+# ---- the one rule for an integer argument (the guard, bundles, prepared launches and
+# triton_type all classify ints here) ----
+DIVISIBILITY = 16  # Triton marks an int or a pointer divisible by 16 (tt.divisibility)
+DIVISIBILITY_MASK = DIVISIBILITY - 1  # hot code tests `not v & DIVISIBILITY_MASK` (generated inline)
+INT_TYPES = ("i32", "i64", "u64")  # Triton's types of a Python int, most specialised first
+
+
+def int_type(v: int) -> str | None:
+    """Triton's type of the Python int `v` (its JIT): i32, i64 or u64 by range, the first that
+    holds it; None beyond 64 bits (Triton refuses it)."""
+    if _I32[0] <= v <= _I32[1]:
+        return "i32"
+    if _I64[0] <= v <= _I64[1]:
+        return "i64"
+    if 0 <= v <= _U64[1]:
+        return "u64"
+    return None
+
+
+def divisible(v: int) -> bool:
+    """Whether Triton would mark the int or address `v` divisible by 16."""
+    return v % DIVISIBILITY == 0
+
+
+# (specialize, align) -> {int: int_key(int, specialize, align)}: the ints calls have passed (sizes,
+# strides, flags), filled by int_key up to a bound, so that hot code can look an int up first.
+INT_KEYS = {(s, a): {} for s in (True, False) for a in (True, False)}
+_INT_KEYS_MAX = 8192
+_INT_TYPE_BASE = {"i32": 8, "i64": 16, "u64": 24}
+
+
+def int_key(v: int, specialize: bool = True, align: bool = True) -> int | None:
+    """Everything the choice of a compiled kernel depends on in an int argument, as one small
+    int (a key the guard and bundles hash): 1 for 1 where the parameter is specialized (Triton
+    makes it a constexpr); else its type's base (i32 8, i64 16, u64 24), plus 4 when it is
+    negative (an unsigned annotation refuses it), plus, where the parameter is specialized, 1
+    when it is not on alignment and 2 or 3 (divisible by 16 or not) when it is. None beyond 64
+    bits. specialize / align: not do_not_specialize / not do_not_specialize_on_alignment."""
+    ty = int_type(v)
+    if ty is None:
+        return None
+    if specialize and v == 1:
+        key = 1
+    else:
+        key = _INT_TYPE_BASE[ty] + (4 if v < 0 else 0) + (0 if not specialize else 1 if not align
+                                                             else 2 if v % DIVISIBILITY == 0 else 3)
+    table = INT_KEYS[specialize, align]
+    if len(table) < _INT_KEYS_MAX:
+        table[v] = key
+    return key
+
 
 class AssumptionError(ValueError):
     """An argument breaks an assumption of the compiled kernel it would be launched with."""
@@ -182,15 +233,10 @@ def triton_type(value, *, specialize: bool = True, align: bool = True):
         v = int(value)
         if specialize and v == 1:
             return ("constexpr", 1)
-        if _I32[0] <= v <= _I32[1]:
-            ty = "i32"
-        elif _I64[0] <= v <= _I64[1]:
-            ty = "i64"
-        elif 0 <= v <= _U64[1]:
-            ty = "u64"
-        else:
+        ty = int_type(v)
+        if ty is None:
             raise OverflowError("integer to be specialized too large to represent")
-        return (ty, None if not specialize else ("D" if align and v % 16 == 0 else ""))
+        return (ty, None if not specialize else ("D" if align and divisible(v) else ""))
     if cls is float or isinstance(value, float):
         return ("fp32", None)
     if isinstance(value, tuple):  # Triton specializes the items fully, whatever the flags say
@@ -199,7 +245,7 @@ def triton_type(value, *, specialize: bool = True, align: bool = True):
     found = address_and_dtype(value)
     if found is not None:
         address, name = found
-        return ("*" + name, None if not specialize else ("D" if align and address % 16 == 0 else ""))
+        return ("*" + name, None if not specialize else ("D" if align and divisible(address) else ""))
     desc = _tensordesc_type(value)
     if desc is not None:
         return (desc, None)
@@ -294,7 +340,7 @@ class AssumptionCheck:
             address, dtype = found
         if dtype is not None and "*" + dtype != ty.replace("*k", "*"):
             self._fail(path, f"a {ty[1:]} tensor (pointer type {ty})", f"a {dtype} tensor")
-        if path in self.aligned and address % 16:
+        if path in self.aligned and not divisible(address):
             self._fail(path, "a pointer divisible by 16", f"{address:#x}")
 
     def _scalar(self, path, ty, value):
@@ -312,7 +358,7 @@ class AssumptionCheck:
                 self._fail(path, f"an integer in the {ty} range" if lo == S.INT_RANGES[ty][0] else
                            "an integer above the i64 range (u64; Triton types smaller ones as the signed i32 "
                            "or i64)", _describe(value))
-            if path in self.aligned and int(value) % 16:
+            if path in self.aligned and not divisible(int(value)):
                 self._fail(path, "an integer divisible by 16", _describe(value))
             return
         if ty in S.FLOATS:

@@ -29,9 +29,9 @@ Everything here is data and plain Python: no Triton, no driver.
 from __future__ import annotations
 
 from launcher import spec as S
-from launcher.specialization import AssumptionCheck, AssumptionError, address_and_dtype, dtype_name
+from launcher.specialization import (INT_TYPES, AssumptionCheck, AssumptionError, address_and_dtype, divisible,
+                                     dtype_name, int_type)
 
-_CLASSES = ("i32", "i64", "u64")  # Triton's classes of a Python int, most specialised first
 
 
 class NoVariantError(AssumptionError):
@@ -128,7 +128,7 @@ def call_form(value):
     except Exception:
         found = None
     if found is not None:
-        return {"tensor": found[1], "aligned": found[0] % 16 == 0}
+        return {"tensor": found[1], "aligned": divisible(found[0])}
     from launcher.specialization import _tensordesc_type
 
     desc = _tensordesc_type(value)
@@ -177,16 +177,10 @@ def _same_option(value, recorded) -> bool:
     return value == recorded
 
 
-def int_class(value: int) -> str:
-    lo, hi = S.INT_RANGES["i32"]
-    if lo <= value <= hi:
-        return "i32"
-    lo, hi = S.INT_RANGES["i64"]
-    return "i64" if lo <= value <= hi else "u64"
-
-
 def _int_atoms(path, cls):
-    return {("int<=", path, c) for c in _CLASSES[_CLASSES.index(cls):]}
+    """The atoms of an int of Triton's type `cls` (specialization.int_type): it fits that type
+    and every wider one. None (beyond 64 bits) fits none."""
+    return {("int<=", path, c) for c in INT_TYPES[INT_TYPES.index(cls):]} if cls is not None else set()
 
 
 class _CallCheck(AssumptionCheck):
@@ -240,12 +234,12 @@ class Variant:
                         v = constants[path]
                         out.add(("const", path, repr(S._constant_key(v))))
                         if type(v) is int:
-                            out.update(_int_atoms(path, int_class(v)))
-                            if v % 16 == 0:
+                            out.update(_int_atoms(path, int_type(v)))
+                            if divisible(v):
                                 out.add(("div16", path))
                     continue
                 ty = a.type.replace("*k", "*") if isinstance(a.type, str) else a.type
-                if a.kind == "scalar" and ty in _CLASSES:
+                if a.kind == "scalar" and ty in INT_TYPES:
                     out.update(_int_atoms(path, ty))
                 else:
                     out.add(("type", path, ty))

@@ -183,7 +183,7 @@ def recording_call(kernel, monkeypatch, torch_tensors):
 @given(x=TENSORS, out=TENSORS, n=INTS, stride=INTS, s=SCALES, kwargs=KWARGS)
 def test_the_generated_call_keys_as_the_key_functions_do(scale, monkeypatch, torch_tensors, x, out, n, stride, s,
                                                          kwargs):
-    """The generated call inlines key_of_int, key_of for floats (and key_of_pointer for torch tensors): the key it
+    """The generated call inlines the int table (specialization.INT_KEYS), key_of for floats (and key_of_pointer for torch tensors): the key it
     computes must be the key functions' own. Its slow path is replaced by one that records the key
     (nothing is chosen or launched); with torch_tensors, FakeTensor plays torch.Tensor."""
     kernel, _ = scale

@@ -913,25 +913,33 @@ def test_a_knob_read_from_the_environment_keys_by_what_decides_its_value(monkeyp
 
 @pytest.mark.parametrize("specialize, align", [(True, True), (True, False), (False, True), (False, False)])
 def test_an_int_key_is_its_class_and_the_table_remembers_it(specialize, align):
-    """int_key, the one rule for an int argument's key (the generated guard looks ints up in its
-    table first): 1 only where Triton specializes it, the i32 / i64 / u64 range, divisibility by 16
-    only where Triton looks at it; NoKey beyond 64 bits."""
-    from launcher.fast_dispatch import _INT_KEYS, NoKey, int_key
-
-    def expected(v):
-        rng = 0 if -2**31 <= v < 2**31 else 1 if -2**63 <= v < 2**63 else 2
-        if not specialize:
-            return 8 + rng
-        if v == 1:
-            return 1
-        return 2 + 2 * rng + (not align or v % 16 != 0)
+    """specialization.int_key, the one rule for an int argument's key (the guard and bundles key
+    ints by it, and the generated code looks ints up in its table first): 1 only where Triton
+    specializes it, the i32 / i64 / u64 range, the sign, divisibility by 16 only where Triton
+    looks at it; the guard's int_key gives NoKey beyond 64 bits, the rule None."""
+    from launcher.fast_dispatch import NoKey, int_key
+    from launcher.specialization import INT_KEYS, int_key as rule, int_type
 
     edges = [0, 1, 2, 15, 16, 17, -1, -16, 2**31 - 16, 2**31 - 1, 2**31, 2**31 + 16, -2**31, -2**31 - 1,
              2**63 - 16, 2**63 - 1, 2**63, 2**63 + 16, -2**63, 2**64 - 16, 2**64 - 1]
+
+    def triton_class(v):  # what decides Triton's kernel, and the sign (an unsigned annotation refuses it)
+        if specialize and v == 1:
+            return "one"
+        return (int_type(v), v < 0, (v % 16 == 0) if specialize and align else specialize)
+
     keys = {v: int_key(v, specialize, align) for v in edges}
-    assert keys == {v: expected(v) for v in edges}
-    assert all(_INT_KEYS[specialize, align].get(v) == k for v, k in keys.items())
+    assert keys == {v: rule(v, specialize, align) for v in edges}
+    classes = {}
+    for v, k in keys.items():  # one key per class, one class per key
+        classes.setdefault(k, set()).add(triton_class(v))
+    assert all(len(c) == 1 for c in classes.values()), classes
+    assert len(classes) == len({triton_class(v) for v in edges})
+    assert [int_type(v) for v in (2**31 - 1, 2**31, -2**63, 2**63, 2**64 - 1)] == ["i32", "i64", "i64", "u64", "u64"]
+    assert all(INT_KEYS[specialize, align].get(v) == k for v, k in keys.items())
+    assert 0 not in keys.values()  # the bundle's generated call tests `table.get(v) or ...`
     for v in (2**64, -2**63 - 1):
+        assert rule(v, specialize, align) is None and int_type(v) is None
         with pytest.raises(NoKey, match="beyond 64 bits"):
             int_key(v, specialize, align)
 
