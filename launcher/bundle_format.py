@@ -337,13 +337,72 @@ def parse_bundle(raw: bytes, where: str = "bundle") -> BundleData:
     manifest = _json(members[MANIFEST], f"{where}: {MANIFEST}", MANIFEST)
     _Reader(where, manifest, members).check_header()
     data = _Reader(where, manifest, members).read()
-    if _zip([(MANIFEST, members[MANIFEST])] + sorted((n, b) for n, b in members.items() if n != MANIFEST)) != raw:
-        raise BundleError(f"{where}: the archive is not as launcher writes it (edited or re-packed after writing?)")
+    order = [MANIFEST] + sorted(n for n in members if n != MANIFEST)
+    expected = _zip([(n, members[n]) for n in order])
+    if expected != raw:
+        text, entry = _first_difference(raw, expected, order, members)
+        raise BundleError(f"{where}: the archive is not as launcher writes it{text} (damaged, or edited or re-packed "
+                          "after writing?)", entry)
     return data
 
 
 _LOCAL = struct.Struct("<IHHHHHIIIHH")
+_CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")
 _EOCD = b"PK\x05\x06"
+# Zip compression methods (APPNOTE 4.4.5) a tool that re-packs a bundle may have used: deflate,
+# deflate64, bzip2, LZMA, zstd, xz, PPMd. Any other method in a bundle's header is damage.
+_COMPRESSION_METHODS = (8, 9, 12, 14, 93, 95, 98)
+
+
+def _first_difference(raw, expected, order, members) -> tuple:
+    """Where `raw` first differs from the canonical archive `expected` of the same entries: (text
+    for a message, the entry whose header holds it or None)."""
+    i = next((k for k, (a, b) in enumerate(zip(raw, expected)) if a != b), min(len(raw), len(expected)))
+    pos = 0
+    spans = []
+    for name in order:
+        header = _LOCAL.size + len(name)
+        spans.append((pos, pos + header, name, "local header"))
+        pos += header + len(members[name])
+    for name in order:
+        spans.append((pos, pos + _CENTRAL.size + len(name), name, "central directory record"))
+        pos += _CENTRAL.size + len(name)
+    for start, end, name, what in spans:
+        if start <= i < end:
+            return f": the {what} of entry {name!r} differs at byte {i}", name
+    if pos <= i < min(len(raw), len(expected)):
+        return f": the end-of-archive record differs at byte {i}", None
+    return (f": {len(raw)} bytes where launcher writes {len(expected)}" if len(raw) != len(expected) else ""), None
+
+
+def _central_records(raw: bytes) -> dict:
+    """{offset of a local header: (name, flags, method, size, usize, extra length)} as the central directory
+    says, as far as it can be read (it is checked as a whole later; here it tells a damaged
+    local header from an entry that another tool wrote on purpose)."""
+    records = {}
+    try:
+        *_, count, _cd_size, pos, _comment = struct.unpack_from("<IHHHHIIH", raw, len(raw) - 22)
+        for _ in range(min(count, MAX_ENTRIES + 1)):
+            if raw[pos:pos + 4] != b"PK\x01\x02":
+                break
+            fields = _CENTRAL.unpack_from(raw, pos)
+            flags, method, size, usize, name_len, extra_len, comment_len, offset = (
+                fields[3], fields[4], fields[8], fields[9], fields[10], fields[11], fields[12], fields[16])
+            name = raw[pos + _CENTRAL.size:pos + _CENTRAL.size + name_len].decode("ascii", "replace")
+            records[offset] = (name, flags, method, size, usize, extra_len)
+            pos += _CENTRAL.size + name_len + extra_len + comment_len
+    except struct.error:
+        pass
+    return records
+
+
+def _damaged_header(where, pos, name, central, what) -> BundleError:
+    """The refusal of an entry whose local header is damaged (it names the entry as the central
+    directory does, where that can be read)."""
+    record = central.get(pos)
+    entry = record[0] if record and (record[0] == MANIFEST or _ENTRY_NAME.match(record[0])) else name
+    return BundleError(f"{where}: entry {entry!r}: its zip header (at byte {pos}) is damaged: {what}; the bundle "
+                       "is corrupt (copy or export it again)", entry)
 
 
 def _unzip(raw: bytes, where: str) -> dict:
@@ -353,23 +412,50 @@ def _unzip(raw: bytes, where: str) -> dict:
     if len(raw) < 22 or raw[-22:-18] != _EOCD:
         raise BundleError(f"{where}: not a readable bundle (truncated, or not a zip: no end-of-archive record)")
     members = {}
+    central = _central_records(raw)  # to tell a damaged local header from another tool's entry
     pos = 0
     while raw[pos:pos + 4] == b"PK\x03\x04":
         if pos + _LOCAL.size > len(raw):
             raise BundleError(f"{where}: not a readable bundle (an entry header is cut off: truncated)")
-        _sig, _version, flags, method, _time, _date, _crc, size, usize, name_len, extra_len = _LOCAL.unpack_from(raw, pos)
+        _sig, version, flags, method, time, date, _crc, size, usize, name_len, extra_len = _LOCAL.unpack_from(raw, pos)
         start = pos + _LOCAL.size + name_len + extra_len
-        try:
-            name = raw[pos + _LOCAL.size:pos + _LOCAL.size + name_len].decode("ascii")
-        except UnicodeDecodeError:
-            raise BundleError(f"{where}: not a readable bundle (an entry name that is not ASCII)") from None
+        raw_name = raw[pos + _LOCAL.size:pos + _LOCAL.size + name_len]
+        name = raw_name.decode("ascii", "replace")
+        valid_name = raw_name.isascii() and (name == MANIFEST or _ENTRY_NAME.match(name) is not None)
+        record = central.get(pos)
+        if record is not None and record[0] != name and (record[0] == MANIFEST or _ENTRY_NAME.match(record[0])):
+            raise _damaged_header(where, pos, name, central, f"it names the entry {name!r}")
+        if record is not None and extra_len != record[5] and (version, flags, method, time, date) == (10, 0, 0, 0, _DOS_DATE):
+            # a header as launcher writes it (version 1.0, 1980-01-01, stored) but for the length of its
+            # extra fields, which the central directory does not share (launcher writes none): damage
+            raise _damaged_header(where, pos, name, central, f"extra field length {extra_len} where the central "
+                                  f"directory says {record[5]}")
+        if not valid_name or method != 0 or size != usize or flags & 0x8:
+            if not raw_name.isascii():
+                raise BundleError(f"{where}: not a readable bundle (an entry name that is not ASCII)")
+            if not valid_name:
+                raise BundleError(f"{where}: unexpected entry {name!r}", name)
+            # Another tool's compressed or streamed (data descriptor) entry says so in the central
+            # directory too; a local header that disagrees with it, or names no compression
+            # method, is damage.
+            on_purpose = (method in _COMPRESSION_METHODS or (method == 0 and flags & 0x8)) and record is not None \
+                and record[1:3] == (flags, method) and (flags & 0x8 or record[3:5] == (size, usize))
+            if not on_purpose:
+                details = []
+                if record is None:
+                    details.append("the central directory has no entry that starts there")
+                else:
+                    for field, local, listed in (("flags", flags, record[1]), ("method", method, record[2]),
+                                                 ("size", size, record[3]), ("uncompressed size", usize, record[4])):
+                        if local != listed:
+                            details.append(f"{field} {local:#x} where the central directory says {listed:#x}")
+                if method not in (0, *_COMPRESSION_METHODS):
+                    details.append(f"compression method {method} is no zip method")
+                raise _damaged_header(where, pos, name, central, "; ".join(details) or "its fields contradict each other")
+            raise BundleError(f"{where}: entry {name!r} is compressed or streamed (another tool re-packed the "
+                              "bundle?); bundles store entries as they are", name)
         if name in members:
             raise BundleError(f"{where}: entry {name!r} appears twice", name)
-        if name != MANIFEST and not _ENTRY_NAME.match(name):
-            raise BundleError(f"{where}: unexpected entry {name!r}", name)
-        if method != 0 or size != usize or flags & 0x8:
-            raise BundleError(f"{where}: entry {name!r} is compressed or streamed; bundles store entries as they "
-                              "are", name)
         if start + size > len(raw):
             raise BundleError(f"{where}: entry {name!r} runs past the end of the file (truncated)", name)
         members[name] = raw[start:start + size]

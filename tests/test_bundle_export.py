@@ -363,3 +363,151 @@ def test_a_string_table_cannot_make_symbol_names_costly():
     short = b"k\0" + names[2:]
     edited = cubin[:shoff] + b"".join(headers) + cubin[shoff + shnum * 64:] + table + short
     assert "k" in elf.read_cubin(edited).functions  # 100000 symbols naming offset 0: decoded once
+
+
+# Issue 35: a bundle made on a machine without a GPU (the docs' recipe, run as written), what it
+# records of that machine, and a damaged zip header named as damage.
+
+def _docs_recipe(title):
+    """The first Python block after the docs/bundles.md heading `title`."""
+    text = open(os.path.join(ROOT, "docs", "bundles.md"), encoding="utf-8").read()
+    section = text.split(f"\n## {title}\n", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.fixture(scope="module")
+def cpu_bundle(tmp_path_factory):
+    """docs/bundles.md's build_on_cpu.py, run in a fresh directory with no GPU visible."""
+    where = tmp_path_factory.mktemp("exporting machine")
+    script = where / "build_on_cpu.py"
+    script.write_text(_docs_recipe("Bundles made on a machine without a GPU"))
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TRITON_CACHE_DIR=str(where / "triton-cache"))
+    proc = subprocess.run([sys.executable, str(script)], cwd=where, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "wrote add.bundle"
+    return where, where / "add.bundle"
+
+
+def test_a_bundle_is_made_without_a_gpu_as_the_docs_say(cpu_bundle):
+    _, path = cpu_bundle
+    data = BF.read_bundle(path)
+    (kernel,) = data.kernels.values()
+    assert kernel.name == "__main__.add_kernel" and kernel.function == "add_kernel"
+    assert sorted(data.variants[v].arch for v in kernel.variants) == [80, 90]
+    bundle = launcher.load_bundle(path)
+    assert bundle.add_kernel is bundle["__main__.add_kernel"]
+    proc = _inspect(path)
+    assert proc.returncode == 0, proc.stderr
+    assert "add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: constexpr)   [build_on_cpu.py:" in proc.stdout, proc.stdout
+
+
+def _json_entries(path):
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        return {n: z.read(n).decode() for n in z.namelist() if n.endswith(".json")}
+
+
+def test_the_bundle_records_no_path_of_the_exporting_machine(cpu_bundle):
+    where, path = cpu_bundle
+    machine = {str(where), os.path.realpath(where), os.path.dirname(str(where)), sys.prefix, sys.base_prefix,
+               os.path.expanduser("~"), os.getcwd(), os.path.dirname(os.path.dirname(launcher.__file__))}
+    import triton
+
+    machine.add(os.path.dirname(triton.__file__))
+    entries = _json_entries(path)
+    assert "manifest.json" in entries and any(n.endswith("spec.json") for n in entries)
+    for name, text in entries.items():
+        for directory in machine:
+            assert directory not in text and json.dumps(directory)[1:-1] not in text, (name, directory)
+        for s in re.findall(r'"((?:[^"\\]|\\.)*)"', text):  # no absolute path at all
+            assert not s.startswith(("/", "~")), (name, s)
+    manifest = json.loads(entries["manifest.json"])
+    assert manifest["kernels"][0]["file"] == "build_on_cpu.py"
+    for v in manifest["variants"]:
+        libs = v["options"].get("extern_libs")
+        if libs:  # libdevice by its name only
+            assert all("/" not in lib_path for _, lib_path in libs), libs
+
+
+def test_a_kernel_file_is_kept_relative_to_its_package_root():
+    from launcher.bundle_export import portable_file, portable_options
+
+    assert portable_file("/home/u/src/pkg/sub/kern.py", "pkg.sub.kern") == "pkg/sub/kern.py"
+    assert portable_file("/home/u/src/pkg/__init__.py", "pkg") == "pkg/__init__.py"
+    assert portable_file("/tmp/x/build.py", "__main__") == "build.py"
+    assert portable_file("/tmp/ipykernel_1/123.py", "__main__") == "123.py"
+    assert portable_file("/elsewhere/kern.py", "pkg.other") == "kern.py"  # a module not at its path
+    assert portable_file(None, "m") is None
+    assert portable_options({"extern_libs": [["libdevice", "/opt/t/lib/libdevice.10.bc"]], "num_warps": 4,
+                             "arch": "sm90", "ir_override": None}) == \
+        {"extern_libs": [["libdevice", "libdevice.10.bc"]], "num_warps": 4, "arch": "sm90", "ir_override": None}
+
+
+def test_old_bundles_with_absolute_paths_still_read(small, tmp_path):
+    raw, data = small
+    name = next(iter(data.kernels))
+    old = _rezip(raw, _manifest_edit(lambda m: m["kernels"][0].update(file="/home/someone/project/kernels.py")))
+    read = BF.parse_bundle(old, "bundle 'old'")
+    assert read.kernels[name].file == "/home/someone/project/kernels.py"
+    (tmp_path / "old.bundle").write_bytes(old)
+    proc = _inspect(tmp_path / "old.bundle")
+    assert proc.returncode == 0 and "/home/someone/project/kernels.py:" in proc.stdout, proc.stdout + proc.stderr
+
+
+def _local_headers(raw):
+    import io
+    import zipfile
+
+    return [(i.filename, i.header_offset) for i in zipfile.ZipFile(io.BytesIO(raw)).infolist()]
+
+
+@pytest.mark.parametrize("field, offset", [("flags", 6), ("method", 8), ("compressed size", 18),
+                                           ("uncompressed size", 22), ("name length", 26), ("name", 30),
+                                           ("extra length", 28)])
+def test_a_damaged_local_header_is_named_as_damage(small, field, offset):
+    raw, _ = small
+    for entry, at in _local_headers(raw)[:3]:  # the manifest, then two variant entries
+        damaged = bytearray(raw)
+        damaged[at + offset] ^= 0x08
+        e = _refused(bytes(damaged), f"entry {re.escape(repr(entry))}: its zip header \\(at byte {at}\\) is damaged",
+                     re.escape(entry))
+        assert "compressed or streamed" not in str(e) and "corrupt" in str(e), (field, str(e))
+
+
+def test_a_damaged_header_of_an_exported_file_is_reported_by_inspect(cpu_bundle, tmp_path):
+    _, path = cpu_bundle
+    raw = path.read_bytes()
+    entry, at = _local_headers(raw)[1]
+    damaged = bytearray(raw)
+    damaged[at + 8] = 8  # the method field says deflate; the central directory says stored
+    (tmp_path / "damaged.bundle").write_bytes(bytes(damaged))
+    with pytest.raises(BundleError, match=f"entry '{entry}': its zip header .* is damaged: method 0x8 where the "
+                                          "central directory says 0x0") as info:
+        launcher.load_bundle(tmp_path / "damaged.bundle")
+    assert info.value.entry == entry
+    proc = _inspect(tmp_path / "damaged.bundle")
+    assert proc.returncode == 2 and "is damaged" in proc.stderr and entry in proc.stderr, proc.stderr
+
+
+def test_a_bundle_another_tool_compressed_is_still_called_so(small):
+    import io
+    import zipfile
+
+    raw, _ = small
+    buf = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(raw)) as src, zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in src.infolist():
+            out.writestr(info.filename, src.read(info.filename))
+    e = _refused(buf.getvalue(), "entry 'manifest.json' is compressed or streamed", "manifest.json")
+    assert "damaged" not in str(e)
+
+
+def test_a_changed_timestamp_names_the_entry_whose_header_holds_it(small):
+    raw, _ = small
+    entry, at = _local_headers(raw)[1]
+    edited = bytearray(raw)
+    edited[at + 10] ^= 0x22  # the modification time: the entry reads, the archive is not as written
+    _refused(bytes(edited), f"not as launcher writes it: the local header of entry {re.escape(repr(entry))} differs "
+                            f"at byte {at + 10}", re.escape(entry))
