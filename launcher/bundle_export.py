@@ -19,6 +19,7 @@ read back.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 
 from launcher import bundle_format as BF
@@ -34,6 +35,36 @@ def _writer() -> str:
     import launcher
 
     return f"launcher {launcher.__version__}"
+
+
+# A bundle records nothing of the exporting machine that a loader does not need: no directories
+# of its file system. A kernel's source file is kept relative to its package root
+# ("mypkg/kernels.py"; a script's or notebook cell's by its name), for messages and `inspect`;
+# compile options that name files (extern_libs' libdevice, ir_override) keep the file's name. The
+# cubin, PTX and TTGIR are kept as Triton made them: their line info names the source file as the
+# compiler saw it (TRITON_DISABLE_LINE_INFO=1 at compile time leaves it out; docs/bundles.md).
+def portable_file(file, module):
+    """`file` (a kernel's Python source) without the exporting machine's directories."""
+    if not isinstance(file, str) or not file:
+        return None
+    path = file.replace(os.sep, "/")
+    tail = str(module or "").replace(".", "/")
+    if tail and tail != "__main__":
+        for candidate in (f"{tail}.py", f"{tail}/__init__.py"):
+            if path == candidate or path.endswith("/" + candidate):
+                return candidate
+    return path.rsplit("/", 1)[-1]
+
+
+def portable_options(value):
+    """Compile options as JSON data, absolute paths in them reduced to the file's name."""
+    if isinstance(value, str):
+        return value.replace(os.sep, "/").rstrip("/").rsplit("/", 1)[-1] if os.path.isabs(value) else value
+    if isinstance(value, list):
+        return [portable_options(v) for v in value]
+    if isinstance(value, dict):
+        return {k: portable_options(v) for k, v in value.items()}
+    return value
 
 
 class _Kernel:
@@ -63,6 +94,7 @@ class _Builder:
         k = self.kernels.get(id(fn))
         if k is None:
             record = TA.function_record(fn)
+            record = dict(record, file=portable_file(record.get("file"), record.get("module")))
             base = f"{record['module']}.{record['qualname']}"
             name, n = base, 1
             while name in self.names:  # another function of the same name and module
@@ -85,6 +117,7 @@ class _Builder:
                                         "Triton function")
             kernel = self.kernel_of(fn)
             parts = TA.variant_parts(ck)
+            parts = dict(parts, options=portable_options(parts["options"]))
             vid = BF.variant_id(parts["spec"], parts["cubin"])
             if vid not in self.variants:
                 fence = fence_record(parts["ptx"], parts["ttgir"], parts["spec"].kernel)
