@@ -39,7 +39,7 @@ def _version(text):
 
 if _version(setuptools.__version__) < MIN_SETUPTOOLS:
     sys.exit(
-        f"error: building launcher needs setuptools>={'.'.join(map(str, MIN_SETUPTOOLS))}; this build "
+        f"error: building triton-launcher needs setuptools>={'.'.join(map(str, MIN_SETUPTOOLS))}; this build "
         f"imports setuptools {setuptools.__version__} from {os.path.dirname(setuptools.__file__)}.\n"
         "pip's default (isolated) build fetches a recent one by itself. With --no-build-isolation, "
         "install a newer setuptools first, or put one earlier on PYTHONPATH.")

@@ -1,5 +1,6 @@
 """Packaging: the sdist holds what the build needs, the wheel is cp310-abi3 with the licence and the
-.pth hook at its root, and a build without a working C compiler (or Python.h) says what is missing.
+.pth hook at its root and py.typed in the package, both are the distribution triton-launcher at
+launcher.__version__, and a build without a working C compiler (or Python.h) says what is missing.
 
 Each build runs in a subprocess on a copy of the package's files, with this Python's setuptools
 (no build isolation, no network). `.ci/run` also installs the sdist and the wheel into fresh venvs.
@@ -17,6 +18,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD_FILES = ["pyproject.toml", "setup.py", "MANIFEST.in", "LICENSE", "README.md", "launcher-autoinstall.pth"]
+VERSION = re.search(r'^__version__ = "([^"]+)"$', open(os.path.join(ROOT, "launcher", "__init__.py")).read(),
+                    re.M).group(1)
 
 
 def _setuptools_ok():
@@ -76,24 +79,34 @@ def wheel_from_sdist(sdist, tmp_path_factory):
 def test_sdist_holds_what_the_build_needs(sdist):
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    # triton-launcher: the PyPI name `launcher` is another project's
+    assert sdist.name == f"triton_launcher-{VERSION}.tar.gz", sdist.name
     for needed in ["cdefs/build.py", "cdefs/launcher.c", "cdefs/launcher.h", "setup.py", "pyproject.toml",
-                   "LICENSE", "launcher-autoinstall.pth", "launcher/__init__.py", "launcher/fence/checker.py"]:
+                   "LICENSE", "launcher-autoinstall.pth", "launcher/__init__.py", "launcher/fence/checker.py",
+                   "launcher/py.typed"]:
         assert needed in names, f"{needed} missing from the sdist"
     assert not [n for n in names if n.endswith((".so", ".o"))]
 
 
 def test_wheel_from_the_sdist_is_abi3_with_licence_and_hook(wheel_from_sdist):
-    assert re.fullmatch(r"launcher-[\w.]+-cp310-abi3-linux_x86_64\.whl", wheel_from_sdist.name), wheel_from_sdist.name
+    assert wheel_from_sdist.name == f"triton_launcher-{VERSION}-cp310-abi3-linux_x86_64.whl", wheel_from_sdist.name
     with zipfile.ZipFile(wheel_from_sdist) as whl:
         names = whl.namelist()
         dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
         wheel_meta = whl.read(f"{dist_info}/WHEEL").decode()
         metadata = whl.read(f"{dist_info}/METADATA").decode()
         licence = whl.read(f"{dist_info}/licenses/LICENSE").decode()
+        whl_entry_points = whl.read(f"{dist_info}/entry_points.txt").decode()
     assert "Tag: cp310-abi3-" in wheel_meta
     assert [n for n in names if n.startswith("launcher/_native")] == ["launcher/_native.abi3.so"]
     assert [n for n in names if n.startswith("launcher/_call")] == ["launcher/_call.abi3.so"]  # cdefs/call.c
     assert "launcher-autoinstall.pth" in names  # at the root: lands in site-packages for every Python
+    assert "launcher/py.typed" in names  # PEP 561: type checkers read the package's annotations
+    assert dist_info == f"triton_launcher-{VERSION}.dist-info"
+    assert re.search(r"^Name: triton-launcher$", metadata, re.M) and re.search(rf"^Version: {re.escape(VERSION)}$",
+                                                                               metadata, re.M)
+    entry_points = whl_entry_points
+    assert re.search(r"^launcher = launcher\.__main__:main$", entry_points, re.M)  # the command stays `launcher`
     assert not [n for n in names if ".data/" in n]
     assert "License-Expression: MIT" in metadata and "License-File: LICENSE" in metadata
     assert licence == open(os.path.join(ROOT, "LICENSE")).read()
