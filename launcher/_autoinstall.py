@@ -1,7 +1,10 @@
 """`LAUNCHER_INSTALL=1`: install launcher into Triton as soon as Triton is imported.
 
 Imported by launcher-autoinstall.pth (installed into site-packages) only when the variable is
-set; it imports nothing heavy itself, and patches Triton right after `import triton` finishes.
+set (and not to 0); it imports nothing heavy itself, and patches Triton right after `import
+triton` finishes. The variable takes the values of every launcher switch (launcher.install's
+env_flag, as LAUNCHER_FAST_DISPATCH does): 1, true, on, or 0, false, off, empty. Another value
+is a one-line warning on stderr, and nothing is installed: a .pth hook must not stop Python.
 """
 import importlib.abc
 import importlib.util
@@ -50,7 +53,19 @@ class _InstallAfterTritonImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-if "triton" in sys.modules:
+def _wanted() -> bool:
+    try:
+        from launcher.install import env_flag
+
+        return env_flag("LAUNCHER_INSTALL")
+    except ValueError as e:
+        sys.stderr.write(f"launcher: {e}; launcher is not installed into Triton\n")
+        return False
+
+
+if not _wanted():
+    pass
+elif "triton" in sys.modules:
     _install()
 else:
     sys.meta_path.insert(0, _InstallAfterTritonImport())

@@ -317,7 +317,19 @@ def compare_launchers(out=print, rounds=30, per_batch=200):
 
 
 def main(argv=None) -> int:
-    import triton
+    """The demo; its exit status (2: Triton is not installed, said in one line on stderr)."""
+    import sys
+
+    try:
+        import triton
+    except ModuleNotFoundError as e:
+        if e.name != "triton":  # Triton is there, and something it imports is not: Triton's error
+            raise
+        from launcher.install import TRITON_MISSING
+
+        print("launcher demo compiles Triton kernels, and " + TRITON_MISSING.format(python=sys.executable),
+              file=sys.stderr)
+        return 2
 
     import launcher
 

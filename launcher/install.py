@@ -103,15 +103,51 @@ def _unwrap(utils):
     return utils._stock if isinstance(utils, _StockUtilsAfterUninstall) else utils
 
 
+# The one rule for launcher's on/off environment variables (LAUNCHER_FAST_DISPATCH, and
+# LAUNCHER_INSTALL through the .pth hook): these values, in any case, blanks around them ignored.
+FLAG_VALUES = {"1": True, "true": True, "on": True, "0": False, "false": False, "off": False, "": False}
+
+
+def env_flag(name: str, environ=None) -> bool:
+    """Whether the environment variable `name` switches something on: 1, true or on; 0, false,
+    off, empty or unset switch it off; any other value is a ValueError that names the variable
+    and the values it takes."""
+    raw = (os.environ if environ is None else environ).get(name, "")
+    value = raw.strip().lower()
+    if value not in FLAG_VALUES:
+        raise ValueError(f"{name}={raw!r} is not a value it takes: 1, true or on switch it on; 0, false, off "
+                         "or empty (or unset) switch it off")
+    return FLAG_VALUES[value]
+
+
 def _fast_dispatch_wanted(fast_dispatch: bool | None) -> bool:
     if fast_dispatch is not None:
         if not isinstance(fast_dispatch, bool):
             raise TypeError(f"install(fast_dispatch=...) takes True or False, got {fast_dispatch!r}")
         return fast_dispatch
-    value = os.environ.get("LAUNCHER_FAST_DISPATCH", "").strip().lower()
-    if value not in ("", "0", "1", "false", "true", "off", "on"):
-        raise ValueError(f"LAUNCHER_FAST_DISPATCH must be 0 or 1, got {value!r}")
-    return value in ("1", "true", "on")
+    return env_flag("LAUNCHER_FAST_DISPATCH")
+
+
+TRITON_MISSING = ('Triton is not installed in this Python ({python}): pip install "triton-launcher[triton]" '
+                  "(or pip install triton)")
+
+
+class TritonNotInstalled(ModuleNotFoundError):
+    """launcher.install() (the drop-in for Triton's launcher) where Triton cannot be imported;
+    the message says what to install. Bundles need no Triton (launcher.load_bundle)."""
+
+
+def _require_triton() -> None:
+    try:
+        import triton  # noqa: F401
+    except ModuleNotFoundError as e:
+        if e.name != "triton":  # Triton is there, and something it imports is not: Triton's error
+            raise
+        import sys
+
+        raise TritonNotInstalled(
+            "launcher.install() replaces Triton's NVIDIA launcher, and " + TRITON_MISSING.format(python=sys.executable)
+            + ". Bundles need no Triton: launcher.load_bundle() works without it.", name="triton") from None
 
 
 def install(*, fence_check: str | None = None, fast_dispatch: bool | None = None) -> None:
@@ -134,6 +170,7 @@ def install(*, fence_check: str | None = None, fast_dispatch: bool | None = None
                 guard.enable() if fast_dispatch else guard.disable()
             return
         wants_guard = _fast_dispatch_wanted(fast_dispatch)
+        _require_triton()
         if not triton_adapter.is_supported():
             lo, hi = triton_adapter.SUPPORTED
             raise RuntimeError(f"launcher supports Triton {lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}, "

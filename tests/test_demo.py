@@ -126,3 +126,16 @@ def test_cache_note_names_the_users_cache_when_none_is_set(monkeypatch):
     monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
     note = demo._cache_note()
     assert note.startswith("Triton cache: ") and "Triton's default" in note and "TRITON_CACHE_DIR" in note
+
+
+def test_demo_without_triton_says_what_to_install(tmp_path):
+    """Where Triton is not installed (`import triton` fails): one line on stderr, exit status 2."""
+    code = ("import sys; sys.modules['triton'] = None\n"  # every `import triton` fails from here on
+            "from launcher.__main__ import main\n"
+            "sys.exit(main(['demo']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        f'launcher demo compiles Triton kernels, and Triton is not installed in this Python ({sys.executable}): '
+        'pip install "triton-launcher[triton]" (or pip install triton)'], proc.stderr

@@ -131,12 +131,66 @@ def test_launcher_install_env_hook(tmp_path):
               "import triton\n"
               "from triton.backends.nvidia import driver as nv\n"
               "print(nv.CudaLauncher.__module__)\n")
-    for value, expected in (("1", "launcher.cuda_launcher"), ("", "triton.backends.nvidia.driver")):
+    ours, stock = "launcher.cuda_launcher", "triton.backends.nvidia.driver"
+    # the values of every launcher switch (install.env_flag), as LAUNCHER_FAST_DISPATCH takes them
+    for value, expected in (("1", ours), ("", stock), ("0", stock), ("false", stock), (" Off ", stock),
+                            ("on", ours), ("TRUE", ours)):
         env = dict(os.environ, LAUNCHER_INSTALL=value)
         proc = subprocess.run([sys.executable, "-c", script, str(site)], env=env, capture_output=True,
                               text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.strip().splitlines()[-1] == expected
+        assert proc.stdout.strip().splitlines()[-1] == expected, value
+        assert "LAUNCHER_INSTALL" not in proc.stderr, (value, proc.stderr)
+    # another value: one line on stderr naming the variable and its values; Python starts, nothing installed
+    proc = subprocess.run([sys.executable, "-c", script, str(site)], env=dict(os.environ, LAUNCHER_INSTALL="yes"),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == stock
+    lines = [line for line in proc.stderr.splitlines() if "LAUNCHER_INSTALL" in line]
+    assert lines == ["launcher: LAUNCHER_INSTALL='yes' is not a value it takes: 1, true or on switch it on; 0, false, "
+                     "off or empty (or unset) switch it off; launcher is not installed into Triton"], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value, on", [("", False), ("0", False), ("false", False), ("OFF", False), (" 0 ", False),
+                                       ("1", True), ("true", True), ("On", True), (" 1\n", True)])
+def test_one_rule_for_launcher_switches(value, on):
+    from launcher.install import env_flag
+
+    assert env_flag("LAUNCHER_INSTALL", {"LAUNCHER_INSTALL": value}) is on
+    assert env_flag("LAUNCHER_FAST_DISPATCH", {"LAUNCHER_FAST_DISPATCH": value}) is on
+    assert env_flag("LAUNCHER_INSTALL", {}) is False
+
+
+@pytest.mark.parametrize("value", ["yes", "no", "2", "enable", "truthy"])
+def test_a_switch_refuses_other_values_naming_the_variable_and_the_values(value, monkeypatch, clean):
+    from launcher import _autoinstall
+    from launcher.install import env_flag
+
+    for name in ("LAUNCHER_INSTALL", "LAUNCHER_FAST_DISPATCH"):
+        with pytest.raises(ValueError, match=f"^{name}={value!r} is not a value it takes: 1, true or on switch it on; "
+                                             "0, false, off or empty \\(or unset\\) switch it off$"):
+            env_flag(name, {name: value})
+    monkeypatch.setenv("LAUNCHER_FAST_DISPATCH", value)
+    with pytest.raises(ValueError, match=f"LAUNCHER_FAST_DISPATCH={value!r} is not a value it takes"):
+        launcher.install()
+    assert not launcher.is_installed()
+    # the hook's reading of LAUNCHER_INSTALL is that same function
+    monkeypatch.setenv("LAUNCHER_INSTALL", value)
+    assert _autoinstall._wanted() is False
+
+
+def test_install_without_triton_says_what_to_install(monkeypatch, clean):
+    from launcher.install import TritonNotInstalled
+
+    monkeypatch.setitem(sys.modules, "triton", None)  # `import triton` fails as where it is not installed
+    with pytest.raises(TritonNotInstalled) as info:
+        launcher.install()
+    message = str(info.value)
+    assert 'pip install "triton-launcher[triton]"' in message and "(or pip install triton)" in message
+    assert "Triton is not installed in this Python" in message and sys.executable in message
+    assert isinstance(info.value, ImportError) and info.value.name == "triton"
+    assert not launcher.is_installed()
 
 
 class RecordingStock:
@@ -203,7 +257,8 @@ def test_env_hook_survives_a_find_spec_probe(tmp_path):
               "assert importlib.util.find_spec('triton') is not None\n"
               "import triton, launcher\n"
               "print(launcher.is_installed())\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, LAUNCHER_INSTALL="1"))  # what the .pth imports it for
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "True"
 
