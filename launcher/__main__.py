@@ -1,4 +1,4 @@
-"""`python -m launcher info | check | inspect | demo | bench`."""
+"""`python -m launcher info | check | inspect | demo | bench`, and `--version`."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +8,20 @@ from pathlib import Path
 
 
 HOOK = "launcher-autoinstall.pth"
+DIST = "triton-launcher"  # the distribution (pip's name); the package and the command are `launcher`
+
+
+def version() -> str:
+    """The version of the installed distribution (its metadata), else launcher.__version__ (a
+    source tree on sys.path): pyproject.toml reads the version from launcher.__version__."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(DIST)
+    except metadata.PackageNotFoundError:
+        import launcher
+
+        return launcher.__version__
 
 
 def _site_dirs() -> list[str]:
@@ -25,7 +39,7 @@ def _install_kind() -> tuple[str, str]:
     from importlib import metadata
 
     try:
-        dist = metadata.distribution("launcher")
+        dist = metadata.distribution(DIST)
     except metadata.PackageNotFoundError:
         return "not installed", str(Path(__file__).resolve().parent)
     try:
@@ -40,16 +54,23 @@ def autoinstall_status(site_dirs: list[str] | None = None, environ=None) -> list
     """What LAUNCHER_INSTALL=1 does in this Python, and why, as lines for `info`."""
     environ = os.environ if environ is None else environ
     site_dirs = _site_dirs() if site_dirs is None else site_dirs
+    from launcher.install import env_flag
+
     hooks = [os.path.join(d, HOOK) for d in site_dirs if os.path.isfile(os.path.join(d, HOOK))]
     value = environ.get("LAUNCHER_INSTALL", "")
-    active = value not in ("", "0")
+    try:
+        active, problem = env_flag("LAUNCHER_INSTALL", environ), None
+    except ValueError as e:
+        active, problem = False, str(e)
     if hooks:
         lines = [f"hook installed: {hooks[0]}"]
-        if active:
+        if problem:
+            lines.append(f"{problem}; the hook does nothing (it warns on stderr at start-up)")
+        elif active:
             lines.append(f"LAUNCHER_INSTALL={value}: launcher.install() runs when triton is imported")
         else:
-            lines.append("LAUNCHER_INSTALL is not set: the hook does nothing (set it to 1 to install "
-                         "launcher in every process of this Python)")
+            lines.append(f"LAUNCHER_INSTALL is {'not set' if not value else repr(value)}: the hook does nothing "
+                         "(set it to 1 to install launcher in every process of this Python)")
         return lines
     kind, where = _install_kind()
     if kind == "not installed":
@@ -59,9 +80,9 @@ def autoinstall_status(site_dirs: list[str] | None = None, environ=None) -> list
         why = ("this editable install did not put it there (one made by an older launcher, or by "
                "`setup.py develop`); `pip install -e .` again installs it")
     else:
-        why = "the installed files are incomplete; reinstall launcher"
+        why = f"the installed files are incomplete; reinstall it (pip install --force-reinstall {DIST})"
     return [f"hook NOT installed: no {HOOK} in {', '.join(site_dirs) or 'any site-packages'}",
-            f"so LAUNCHER_INSTALL=1 does nothing here{' (it is set)' if active else ''}: {why}. "
+            f"so LAUNCHER_INSTALL=1 does nothing here{' (it is set)' if active or problem else ''}: {why}. "
             "launcher.install() works either way"]
 
 
@@ -141,7 +162,36 @@ def _prog() -> str:
     return "python -m launcher" if name in ("", "-c", "__main__.py") else name
 
 
+class _VersionAction(argparse.Action):
+    """--version: the version, looked up only when asked for."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print launcher's version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"launcher {version()}")
+        parser.exit()
+
+
 def main(argv=None) -> int:
+    """The command line; its exit status. Output into a pipe that closed early (`launcher info |
+    head -1`) ends it quietly, with 141 (128 + SIGPIPE) as a shell reports a process killed so."""
+    try:
+        try:
+            return _main(argv)
+        finally:  # (--help and --version exit through here too)
+            sys.stdout.flush()  # a broken pipe surfaces here, not at exit where it cannot be caught
+    except BrokenPipeError:
+        try:  # what is left in stdout's buffer goes nowhere, and interpreter exit does not fail on it
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 141
+
+
+def _main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "check":
         from launcher import fence
@@ -157,6 +207,7 @@ def main(argv=None) -> int:
         description="launcher: a precompiled, checked drop-in replacement for Triton's NVIDIA kernel launcher. "
                     "The same commands run as `launcher COMMAND` and `python -m launcher COMMAND`.",
         epilog=f"`{prog} COMMAND --help` shows a command's options.")
+    ap.add_argument("--version", action=_VersionAction)
     sub = ap.add_subparsers(dest="cmd", title="commands", metavar="COMMAND")
     parsers = {name: sub.add_parser(name, help=text, description=text) for name, text in COMMANDS}
     b = parsers["bench"]

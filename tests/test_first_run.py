@@ -26,7 +26,7 @@ def _run(args, env=None, cwd=None, timeout=600):
 
 def _installed():
     try:
-        metadata.distribution("launcher")
+        metadata.distribution(cli.DIST)  # triton-launcher: the PyPI name `launcher` is another project's
     except metadata.PackageNotFoundError:
         return False
     return True
@@ -82,6 +82,64 @@ def test_console_script_lists_the_commands(tmp_path):
     assert proc.stdout.startswith("usage: launcher ") and "demo" in proc.stdout
 
 
+# `--version`, and output into a pipe that closes early.
+
+def test_version_has_one_home():
+    import launcher
+
+    pyproject = open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8").read()
+    assert re.search(r'^name = "triton-launcher"$', pyproject, re.M) and cli.DIST == "triton-launcher"
+    assert not re.search(r"^version = \"", pyproject, re.M)  # no literal: read from launcher.__version__
+    assert re.search(r'^dynamic = \["version"\]$', pyproject, re.M)
+    assert re.search(r'^version = \{attr = "launcher.__version__"\}', pyproject, re.M)
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", launcher.__version__)
+    if _installed():  # the metadata is built from launcher.__version__
+        assert metadata.version(cli.DIST) == launcher.__version__ == cli.version()
+
+
+def test_python_m_launcher_version(tmp_path):
+    import launcher
+
+    proc = _run([sys.executable, "-m", "launcher", "--version"], cwd=tmp_path, env=SAFE_PATH)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout == f"launcher {cli.version()}\n"
+    assert cli.version() == (metadata.version(cli.DIST) if _installed() else launcher.__version__)
+    assert "--version" in _run([sys.executable, "-m", "launcher", "--help"], cwd=tmp_path).stdout
+
+
+def test_version_falls_back_to_the_package_without_metadata(monkeypatch):
+    import launcher
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)
+    assert cli.version() == launcher.__version__
+
+
+@pytest.mark.skipif(not _installed(), reason="launcher is not installed here (no console script)")
+def test_console_script_version(tmp_path):
+    script = os.path.join(os.path.dirname(sys.executable), "launcher")
+    if not os.path.exists(script):
+        pytest.skip(f"no console script next to {sys.executable}")
+    proc = _run([script, "--version"], cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == f"launcher {metadata.version(cli.DIST)}\n", proc.stderr
+
+
+@pytest.mark.parametrize("args", [["info"], ["--help"], ["--version"], ["check", "--help"]])
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path, args):
+    """`launcher info | head -1`: the reader is gone before the command writes (the pipe's read
+    end is closed at once here); no BrokenPipeError traceback, exit status 141 as for SIGPIPE."""
+    proc = subprocess.Popen([sys.executable, "-m", "launcher", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path, env=SAFE_PATH)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=300)
+    err = err.decode()
+    assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err
+    # argparse's help ignores a write that fails (exit status 0); everything else says 141
+    assert proc.returncode == (141 if "--help" not in args else 0), (proc.returncode, err)
+
+
 # `info`: installed, and what LAUNCHER_INSTALL=1 does here.
 
 def test_info_says_the_hook_is_missing_and_why(tmp_path):
@@ -98,6 +156,14 @@ def test_info_says_what_the_hook_does(tmp_path):
     assert off[0] == on[0] == f"hook installed: {tmp_path / 'launcher-autoinstall.pth'}"
     assert off[1].startswith("LAUNCHER_INSTALL is not set: the hook does nothing")
     assert on[1] == "LAUNCHER_INSTALL=1: launcher.install() runs when triton is imported"
+    # the values of every launcher switch (install.env_flag): false is off, on is on, yes is neither
+    false = cli.autoinstall_status(site_dirs=[str(tmp_path)], environ={"LAUNCHER_INSTALL": "false"})
+    assert false[1].startswith("LAUNCHER_INSTALL is 'false': the hook does nothing")
+    assert cli.autoinstall_status(site_dirs=[str(tmp_path)], environ={"LAUNCHER_INSTALL": "on"})[1] == \
+        "LAUNCHER_INSTALL=on: launcher.install() runs when triton is imported"
+    yes = cli.autoinstall_status(site_dirs=[str(tmp_path)], environ={"LAUNCHER_INSTALL": "yes"})
+    assert yes[1].startswith("LAUNCHER_INSTALL='yes' is not a value it takes: 1, true or on switch it on")
+    assert yes[1].endswith("; the hook does nothing (it warns on stderr at start-up)")
 
 
 def _info(tmp_path, **env):
