@@ -209,6 +209,23 @@ def refuse_bool_stream(stream, where: str = "") -> None:
         raise TypeError(f"{where}stream= expects a CUstream handle (an int) or a stream object, got {stream!r}")
 
 
+def grid3(grid, kernel=None) -> tuple:
+    """The grid's three dimensions (the one rule; every front door reads a grid here): its first
+    one to three items, 1 for those it lacks, as Triton's JIT reads a grid. kernel: the name of a
+    kernel whose grid must be a tuple or list of 1 to 3 items (prepared launches, bundles), refused
+    otherwise with a TypeError naming it (not any iterable: a range or a generator may not end);
+    without it, what Triton's path would do with it happens (the guard, in front of that path).
+    Each dimension's range is check_header's."""
+    if kernel is not None:
+        if not isinstance(grid, (tuple, list)):
+            raise TypeError(f"kernel {kernel!r}: the grid must be a tuple of 1 to 3 ints or a callable "
+                            f"returning one, got {type(grid).__name__}")
+        if not 1 <= len(grid) <= 3:
+            raise TypeError(f"kernel {kernel!r}: the grid must have 1 to 3 dimensions, got {len(grid)}")
+    n = len(grid)
+    return grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1
+
+
 def check_header(spec, grid_x, grid_y, grid_z, stream, function) -> tuple:
     """(function, stream, grid_x, grid_y, grid_z), each checked (the common case: ints in range)."""
     lo, hi = _I32

@@ -34,7 +34,7 @@ from launcher import allocation, codegen, driver
 from launcher import bundle_format as BF
 from launcher import spec as S
 from launcher import variants as V
-from launcher.arguments import check_header, refuse_bool_stream
+from launcher.arguments import check_header, grid3, refuse_bool_stream
 from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
 from launcher.specialization import DIVISIBILITY_MASK, INT_KEYS, _tensordesc_type, array_interface, divisible, int_key
@@ -516,12 +516,7 @@ class BundleKernel:
     def grid3(self, grid, values):
         if callable(grid):
             grid = grid(self._meta(values))
-        if not isinstance(grid, (tuple, list)):  # not any iterable: a range or a generator may not end
-            raise TypeError(f"kernel {self.name!r}: the grid must be a tuple of 1 to 3 ints or a callable "
-                            f"returning one, got {type(grid).__name__}")
-        if not 1 <= len(grid) <= 3:
-            raise TypeError(f"kernel {self.name!r}: the grid must have 1 to 3 dimensions, got {len(grid)}")
-        return tuple(grid) + (1,) * (3 - len(grid))
+        return grid3(grid, self.name)
 
     def _meta(self, values):
         return {n: (v.data if isinstance(v, V.Encoded) else v) for n, v in zip(self.names, values)}

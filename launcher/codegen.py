@@ -18,8 +18,10 @@ import builtins
 import hashlib
 import linecache
 import types
+from typing import NamedTuple
 
 from launcher import spec as S
+from launcher.specialization import DIVISIBILITY_MASK
 
 _code: dict = {}  # generated source -> its code object
 
@@ -237,102 +239,127 @@ def generate(mode: str, layout, scratch: tuple, namespace: dict, encoder_of: dic
 
 
 # -- the guarded fast path in front of kernel[grid] (launcher.fast_dispatch) --
-# Two entries share one body: `call(grid, ...)` is what kernel[grid] returns (launcher's
-# JITFunction.__getitem__ binds the grid to it), `run(..., grid=, warmup=)` is JITFunction.run
-# (Triton's autotuner and heuristics call it; warmup() calls take Triton's path). Pointers go to
-# the launcher as the integers the key already read from data_ptr(); everything Triton's path
-# sees (grid callables, launch metadata, a miss) gets the arguments as given. Where the compiled
-# kernel has a C flat launch (CudaLauncher.flat_launch: no descriptors, tensor maps or scratch), a
-# hit without hooks packs and launches in that one C call; what it declines (a value of another
-# type, an odd grid) goes to the direct launch, which converts and explains.
+# One body, emitted once per kernel: `call(grid, ...)` is what kernel[grid] returns (launcher's
+# JITFunction.__getitem__ binds the grid to it); `run(..., grid=, warmup=)` is JITFunction.run
+# (Triton's autotuner and heuristics call it; warmup() calls take Triton's path), which calls
+# `call`. Pointers go to the launcher as the integers the key already read from data_ptr();
+# everything Triton's path sees (grid callables, launch metadata, a miss) gets the arguments as
+# given. Where the compiled kernel has a C flat launch (CudaLauncher.flat_launch: no
+# descriptors, tensor maps or scratch), a hit without hooks packs and launches in that one C
+# call; what it declines (a value of another type, an odd grid) goes to the direct launch, which
+# converts and explains. The grid is read by launcher.arguments.grid3 and the hooks by
+# triton_adapter.hooks_set, the rules every front door follows. Every name the generated code
+# gives itself starts with RESERVED (a kernel parameter may not: the guard leaves such a
+# kernel to Triton, a bundle refuses it).
+RESERVED = "_launcher_"
+
+
+class GuardEntry(NamedTuple):
+    """What a guard records for a key (launcher.fast_dispatch.Guard._record) and its generated
+    code unpacks on a hit, each field as `_launcher_<field>`."""
+
+    hash: object  # the JITFunction's hash when recorded (its source changed since: a miss)
+    caches: object  # its device_caches entry for the device (cleared or replaced since: a miss)
+    kernel_get: object  # .get of Triton's kernel cache, which must still hold...
+    triton_key: object  # ...the kernel under this key
+    kernel: object  # the CompiledKernel (what kernel[grid] returns)
+    launcher: object  # its launcher (CompiledKernel.run)
+    function: int  # its CUfunction
+    packed_metadata: tuple
+    direct: object  # the shape's direct launch (no hooks): launcher.fast_dispatch._direct
+    flat: object  # the C flat launch (CudaLauncher.flat_launch), or None
+
+
+_UNPACK_ENTRY = ", ".join(RESERVED + f for f in GuardEntry._fields) + " = _launcher_e"
+
 GUARD_TEMPLATE = '''\
-def run({params}*, grid, warmup, **_lg_options):
-    """kernel.run(...) through launcher's guard (generated for {name})."""
-    if warmup:
-        return _lg_fallback("warmup", grid, True, _lg_options, ({names}))
-{body}
-
-def call(grid, {params}**_lg_options):
+def _launcher_call(grid, {params}**_launcher_options):
     """kernel[grid](...) through launcher's guard (generated for {name})."""
-{body}'''
-
-GUARD_BODY = '''\
-    if not _lg_LIVE:
-        return _lg_redispatch(grid, _lg_options, ({names}))
-    if _lg_JIT.pre_run_hooks or _lg_RT.add_stages_inspection_hook is not None:
-        return _lg_fallback("pre-run hooks or a stages hook", grid, False, _lg_options, ({names}))
+    if not _launcher_LIVE:
+        return _launcher_redispatch(grid, _launcher_options, ({names}))
+    if _launcher_JIT.pre_run_hooks or _launcher_RT.add_stages_inspection_hook is not None:
+        return _launcher_fallback("pre-run hooks or a stages hook", grid, False, _launcher_options, ({names}))
 {never}    try:  # Triton's path is taken after it, never in it (its errors are not the key's)
-        _lg_no = None  # an argument's class never keys: its NoKey (counted without a str() per call)
-        _lg_okey = _lg_frozenset([(_lg_k, _lg_v.__class__, _lg_v) for _lg_k, _lg_v in _lg_options.items()]) \
-            if _lg_options else ()  # by class too: num_warps=4.0 is not 4 (Triton keys them by str())
-        _lg_dev = _lg_DEVICE()
-{classify}        _lg_key = (_lg_dev, _lg_JIT.debug, {knobs}_lg_okey, {keys})
-        _lg_e = _lg_ENTRIES.get(_lg_key)
-    except _lg_NoKey as _lg_reason:
-        return _lg_fallback(_lg_str(_lg_reason), grid, False, _lg_options, ({names}))
-    except _lg_TypeError:
-        return _lg_fallback("an argument that cannot be a key (unhashable)", grid, False, _lg_options, ({names}))
-    if _lg_no is not None:
-        return _lg_fallback(_lg_no, grid, False, _lg_options, ({names}))
-    if _lg_e is not None:
-        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_fn, _lg_pmd, _lg_direct, _lg_flat = _lg_e
-        if _lg_hash is _lg_JIT.hash and _lg_kc is _lg_JIT.device_caches.get(_lg_dev) and _lg_kget(_lg_tkey) is _lg_ck:
-            _lg_HITS[0] += 1
+        _launcher_no = None  # an argument's class never keys: its NoKey (counted without a str() per call)
+        if _launcher_options:  # by class too: num_warps=4.0 is not 4 (Triton keys them by str())
+            _launcher_okey = _launcher_frozenset([(_launcher_k, _launcher_v.__class__, _launcher_v)
+                                                  for _launcher_k, _launcher_v in _launcher_options.items()])
+        else:
+            _launcher_okey = ()
+        _launcher_dev = _launcher_DEVICE()
+{classify}        _launcher_key = (_launcher_dev, _launcher_JIT.debug, {knobs}_launcher_okey, {keys})
+        _launcher_e = _launcher_ENTRIES.get(_launcher_key)
+    except _launcher_NoKey as _launcher_reason:
+        return _launcher_fallback(_launcher_str(_launcher_reason), grid, False, _launcher_options, ({names}))
+    except _launcher_TypeError:
+        return _launcher_fallback("an argument that cannot be a key (unhashable)", grid, False, _launcher_options, ({names}))
+    if _launcher_no is not None:
+        return _launcher_fallback(_launcher_no, grid, False, _launcher_options, ({names}))
+    if _launcher_e is not None:
+        {unpack}
+        if _launcher_hash is _launcher_JIT.hash and _launcher_caches is _launcher_JIT.device_caches.get(_launcher_dev) \\
+                and _launcher_kernel_get(_launcher_triton_key) is _launcher_kernel:
+            _launcher_HITS[0] += 1
         else:  # the kernel's source changed, or its caches were cleared or no longer hold it
-            _lg_e = None
-    if _lg_e is None:  # a miss: the kernel Triton's cache holds for this call, else Triton's path
-        _lg_e = _lg_recall(_lg_key, _lg_dev, _lg_options, ({names}))
-        if _lg_e is None:
-            return _lg_miss(_lg_key, _lg_dev, grid, _lg_options, ({names}))
-        _lg_hash, _lg_kc, _lg_kget, _lg_tkey, _lg_ck, _lg_run, _lg_fn, _lg_pmd, _lg_direct, _lg_flat = _lg_e
-    if _lg_JIT.used_global_vals:
-        _lg_check_globals(_lg_JIT)
-    if grid.__class__ is _lg_tuple:
-        _lg_g = grid
-    elif _lg_callable(grid):
-        _lg_g = grid({{{bound}}})
+            _launcher_e = None
+    if _launcher_e is None:  # a miss: the kernel Triton's cache holds for this call, else Triton's path
+        _launcher_e = _launcher_recall(_launcher_key, _launcher_dev, _launcher_options, ({names}))
+        if _launcher_e is None:
+            return _launcher_miss(_launcher_key, _launcher_dev, grid, _launcher_options, ({names}))
+        {unpack}
+    if _launcher_JIT.used_global_vals:
+        _launcher_check_globals(_launcher_JIT)
+    if grid.__class__ is _launcher_tuple:
+        _launcher_g = grid
+    elif _launcher_callable(grid):
+        _launcher_g = grid({{{bound}}})
     else:
-        _lg_g = grid
-    _lg_stream = _lg_STREAM(_lg_dev)
-    _lg_enter, _lg_leave = _lg_RT.launch_enter_hook, _lg_RT.launch_exit_hook
-    if _lg_enter.__class__ is _lg_HOOK_CHAIN and not _lg_enter.calls and \\
-            _lg_leave.__class__ is _lg_HOOK_CHAIN and not _lg_leave.calls:  # Triton's empty default hooks
-        if _lg_flat is not None:  # one C call packs and launches; None: launched, False: declined
-            _lg_st = _lg_flat(_lg_fn, _lg_stream, _lg_g, {passed})
-            if _lg_st is None:
-                return _lg_ck
-            if _lg_st:  # (status, packed bytes): the driver refused
-                _lg_run._launch_failed(*_lg_st)
-                return _lg_ck
-        _lg_n = _lg_len(_lg_g)
-        _lg_direct(_lg_run, _lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_fn, {passed})
-        return _lg_ck
-    if (_lg_enter is not None and (_lg_enter.__class__ is not _lg_HOOK_CHAIN or _lg_enter.calls)) or \\
-            (_lg_leave is not None and (_lg_leave.__class__ is not _lg_HOOK_CHAIN or _lg_leave.calls)):
-        _lg_md = _lg_ck.launch_metadata(_lg_g, _lg_stream, {names})
-    else:
-        _lg_md = _lg_enter = _lg_leave = None
-    _lg_n = _lg_len(_lg_g)
-    _lg_run(_lg_g[0], _lg_g[1] if _lg_n > 1 else 1, _lg_g[2] if _lg_n > 2 else 1, _lg_stream, _lg_fn, _lg_pmd, _lg_md, _lg_enter, _lg_leave, {passed})
-    return _lg_ck'''
+        _launcher_g = grid
+    _launcher_stream = _launcher_STREAM(_launcher_dev)
+    _launcher_enter, _launcher_leave = _launcher_hooks_set(_launcher_RT)
+    if _launcher_enter is None and _launcher_leave is None:
+        if _launcher_flat is not None:  # one C call packs and launches; None: launched, False: declined
+            _launcher_st = _launcher_flat(_launcher_function, _launcher_stream, _launcher_g, {passed})
+            if _launcher_st is None:
+                return _launcher_kernel
+            if _launcher_st:  # (status, packed bytes): the driver refused
+                _launcher_launcher._launch_failed(*_launcher_st)
+                return _launcher_kernel
+        _launcher_gx, _launcher_gy, _launcher_gz = _launcher_grid3(_launcher_g)
+        _launcher_direct(_launcher_launcher, _launcher_gx, _launcher_gy, _launcher_gz, _launcher_stream,
+                         _launcher_function, {passed})
+        return _launcher_kernel
+    _launcher_md = _launcher_kernel.launch_metadata(_launcher_g, _launcher_stream, {names})
+    _launcher_gx, _launcher_gy, _launcher_gz = _launcher_grid3(_launcher_g)
+    _launcher_launcher(_launcher_gx, _launcher_gy, _launcher_gz, _launcher_stream, _launcher_function,
+                       _launcher_packed_metadata, _launcher_md, _launcher_enter, _launcher_leave, {passed})
+    return _launcher_kernel
 
-# An integer argument's key is launcher.fast_dispatch.int_key's (the rule lives there): the
-# generated code looks the int up in that function's table for the parameter's flags first
+
+def _launcher_run({params}*, grid, warmup, **_launcher_options):
+    """kernel.run(...) through launcher's guard (generated for {name}): kernel[grid]'s call."""
+    if warmup:
+        return _launcher_fallback("warmup", grid, True, _launcher_options, ({names}))
+    return _launcher_call(grid, {positional}**_launcher_options)
+'''
+
+# An integer argument's key is launcher.specialization.int_key's (the rule lives there): the
+# generated code looks the int up in that rule's table for the parameter's flags first
 # (a subscript: cheaper than .get(), and the try costs nothing until an int is new to the table).
 _INT_KEY = """\
             try:
-                {k} = _lg_IK_{flags}[{a}]
-            except _lg_KeyError:
-                {k} = _lg_int_key({a}, {specialize}, {align})
+                {k} = _launcher_IK_{flags}[{a}]
+            except _launcher_KeyError:
+                {k} = _launcher_int_key({a}, {specialize}, {align})
 """
 
 
 # A parameter whose argument in the first call was of a class that never keys (a tensor
 # descriptor): such an argument sends the call to Triton's path before anything is classified.
 _NEVER_KEYS = """\
-    if {a}.__class__ is _lg_NEVER_CLASS:
-        _lg_FALLBACKS[_lg_NEVER] += 1
-        return _lg_ORIGINAL(_lg_JIT, {args}grid=grid, warmup=False, **_lg_options)
+    if {a}.__class__ is _launcher_NEVER_CLASS:
+        _launcher_FALLBACKS[_launcher_NEVER] += 1
+        return _launcher_ORIGINAL(_launcher_JIT, {args}grid=grid, warmup=False, **_launcher_options)
 """
 
 
@@ -345,35 +372,22 @@ def reserved_builtins(prefix: str, *builtins) -> dict:
 
 # The builtins a guard reads once per call (globals, shared by every guard) and those it reads
 # for every argument (closure cells, as the rest of what an argument's key reads).
-_GUARD_BUILTINS = reserved_builtins("_lg_", tuple, len, callable, str, frozenset, TypeError)
-_ARGUMENT_BUILTINS = reserved_builtins("_lg_", int, float, bool, KeyError)
+_GUARD_BUILTINS = reserved_builtins(RESERVED, tuple, callable, str, frozenset, TypeError)
+_ARGUMENT_BUILTINS = reserved_builtins(RESERVED, int, float, bool, KeyError)
 
 
-def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None, shared=frozenset()):
-    """The (run, call) of one @triton.jit function behind the guard (see GUARD_TEMPLATE).
-    params: (name, is_constexpr, specialize, align) per parameter, in order, with defaults in
-    namespace as _lg_DEFAULT_<i>; knobs: expressions (over namespace names) of the knobs that
-    enter Triton's cache key; hints: the class of each parameter's argument in a first call, by
-    name (its kind is then tested first). Both read namespace's names from one set of cells
-    (define; codegen.cells reaches them).
-
-    The key is one flat tuple (no tuple per argument to build and hash). A parameter whose
-    argument was a tensor (or that has no hint) has two entries, its kind and, for tensors,
-    their alignment; its launcher argument is the data_ptr() the key read. A parameter whose
-    argument was a scalar has one entry (a tensor there keys as a tagged tuple). never: the name
-    of a parameter whose argument in a first call was of a class that never keys, with that class
-    as _lg_NEVER_CLASS and its NoKey as _lg_NEVER in namespace (and Triton's run as _lg_ORIGINAL,
-    the fallback counter as _lg_FALLBACKS), or None. shared: the names of namespace whose values
-    are the same for every kernel, never change and are read once per call (Triton's knobs,
-    the counters): the guard reads them as globals, from one dict for all kernels (define)."""
+def guard_source(name: str, params, namespace, knobs=(), hints=None, never=None) -> str:
+    """The source of a guard's generated code (GUARD_TEMPLATE filled in for one kernel; what
+    generate_guard compiles and `python -m launcher show-generated` prints). The arguments are
+    generate_guard's."""
     hints = hints or {}
     lines, keys, passed = [], [], []
     sig = []
     all_names = [p[0] for p in params]
     names_tuple = ", ".join(all_names) + ("," if len(all_names) == 1 else "")
     for i, (pname, is_constexpr, specialize, align) in enumerate(params):
-        a, k, d, v = pname, f"_lg_k{i}", f"_lg_d{i}", f"_lg_p{i}"
-        sig.append(f"{a}=_lg_DEFAULT_{i}" if f"_lg_DEFAULT_{i}" in namespace else a)
+        a, k, d, v = pname, f"_launcher_k{i}", f"_launcher_d{i}", f"_launcher_p{i}"
+        sig.append(f"{a}=_launcher_DEFAULT_{i}" if f"_launcher_DEFAULT_{i}" in namespace else a)
         if is_constexpr:  # by value (and type: 1, 1.0 and True are different constexprs)
             lines.append(f"        {k} = {a}.__class__")
             lines.append(f"        {d} = {a}")
@@ -382,7 +396,8 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
             continue
         hint = hints.get(pname)
         two = hint is None or hint not in (int, float, bool, type(None))  # a tensor slot
-        aligned = (f"not {v} & 15" if two else f"not {a}.data_ptr() & 15") if specialize and align else \
+        aligned = (f"not {v} & {DIVISIBILITY_MASK}" if two else f"not {a}.data_ptr() & {DIVISIBILITY_MASK}") \
+            if specialize and align else \
             ("False" if specialize else "None")
         if two:
             keys += [k, d]
@@ -393,14 +408,14 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
             keys.append(k)
             passed.append(a)
             plain = []
-            tensor = [f"{k} = (_lg_TENSOR, {a}.dtype, {aligned})"]
+            tensor = [f"{k} = (_launcher_TENSOR, {a}.dtype, {aligned})"]
         int_key = _INT_KEY.format(a=a, k=k, flags=f"{int(specialize)}{int(align)}", specialize=specialize, align=align)
         # {k} holds the argument's class while the branches test it: a float, bool or None keys by it
-        simple = sorted([f"{k} is _lg_float", f"{k} is _lg_bool", f"{a} is None"],
-                        key=lambda t: not (hint is not None and t == f"{k} is _lg_{hint.__name__}"))
+        simple = sorted([f"{k} is _launcher_float", f"{k} is _launcher_bool", f"{a} is None"],
+                        key=lambda t: not (hint is not None and t == f"{k} is _launcher_{hint.__name__}"))
         branches = {
-            "tensor": (f"{k} is _lg_TENSOR", tensor),
-            "int": (f"{k} is _lg_int", plain + int_key.rstrip("\n").split("\n")),
+            "tensor": (f"{k} is _launcher_TENSOR", tensor),
+            "int": (f"{k} is _launcher_int", plain + int_key.rstrip("\n").split("\n")),
             "simple": (" or ".join(simple), plain or ["pass"]),
         }
         first = "int" if hint is int else "simple" if hint in (float, bool, type(None)) else "tensor"
@@ -412,19 +427,38 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
             lines += [x if x.startswith("            ") else "            " + x.strip() for x in body]
         lines.append("        else:")
         lines += ["            " + x for x in plain]
-        lines.append(f"            {k} = _lg_classify({a}, {specialize}, {align}, _lg_TENSOR)")
-        lines.append(f"            if {k}.__class__ is _lg_NoKey:")
-        lines.append(f"                _lg_no = {k}")
+        lines.append(f"            {k} = _launcher_classify({a}, {specialize}, {align}, _launcher_TENSOR)")
+        lines.append(f"            if {k}.__class__ is _launcher_NoKey:")
+        lines.append(f"                _launcher_no = {k}")
     bound = ", ".join(f"{n!r}: {n}" for n in all_names)
     never_check = _NEVER_KEYS.format(a=never, args="".join(n + ", " for n in all_names)) if never else ""
-    body = GUARD_BODY.format(names=names_tuple, classify="".join(x + "\n" for x in lines), keys=", ".join(keys),
-                             never=never_check,
-                             bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))
-    source = GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
-                                   body=body)
+    return GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
+                                 positional="".join(n + ", " for n in all_names), unpack=_UNPACK_ENTRY,
+                                 never=never_check, classify="".join(x + "\n" for x in lines), keys=", ".join(keys),
+                                 bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))
+
+
+def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None, shared=frozenset()):
+    """The (run, call) of one @triton.jit function behind the guard (see GUARD_TEMPLATE).
+    params: (name, is_constexpr, specialize, align) per parameter, in order, with defaults in
+    namespace as _launcher_DEFAULT_<i>; knobs: expressions (over namespace names) of the knobs that
+    enter Triton's cache key; hints: the class of each parameter's argument in a first call, by
+    name (its kind is then tested first). Both read namespace's names from one set of cells
+    (define; codegen.cells reaches them).
+
+    The key is one flat tuple (no tuple per argument to build and hash). A parameter whose
+    argument was a tensor (or that has no hint) has two entries, its kind and, for tensors,
+    their alignment; its launcher argument is the data_ptr() the key read. A parameter whose
+    argument was a scalar has one entry (a tensor there keys as a tagged tuple). never: the name
+    of a parameter whose argument in a first call was of a class that never keys, with that class
+    as _launcher_NEVER_CLASS and its NoKey as _launcher_NEVER in namespace (and Triton's run as _launcher_ORIGINAL,
+    the fallback counter as _launcher_FALLBACKS), or None. shared: the names of namespace whose values
+    are the same for every kernel, never change and are read once per call (Triton's knobs,
+    the counters): the guard reads them as globals, from one dict for all kernels (define)."""
+    source = guard_source(name, params, namespace, knobs, hints, never)
     own = {**{k: v for k, v in namespace.items() if k not in shared}, **_ARGUMENT_BUILTINS}
     common = {k: namespace[k] for k in shared}
-    run, call = define(source, "guard", own, "run", "call", shared={**common, **_GUARD_BUILTINS})
+    run, call = define(source, "guard", own, "_launcher_run", "_launcher_call", shared={**common, **_GUARD_BUILTINS})
     run.__qualname__ = f"{name}.run (launcher guard, generated)"
     call.__qualname__ = f"{name}[grid] (launcher guard, generated)"
     return run, call

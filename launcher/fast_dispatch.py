@@ -43,6 +43,7 @@ import types
 import weakref
 
 from launcher import _call, codegen, triton_adapter as A
+from launcher.arguments import grid3
 from launcher.cuda_launcher import CudaLauncher
 from launcher.specialization import DIVISIBILITY_MASK as _MASK, INT_KEYS, triton_type
 from launcher.specialization import int_key as _int_key
@@ -230,17 +231,15 @@ class Guard:
         self._cells, self._settled, self.call = None, False, None
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
-        self._unusual = A.unusual_parameters(jit)
-        if self._unusual is not None or any(p.name.startswith("_lg_") or p.name in ("grid", "warmup") for p in params):
+        self._unusual = _why_unguarded(jit, params)
+        if self._unusual is not None:
             self.run = self._unguarded
         else:
             ns, knobs, shared = self._namespace(params)
             never = _never_keys(params, example)
             if never is not None:
-                ns["_lg_NEVER_CLASS"], ns["_lg_NEVER"] = never[1:]
-            self.run, self.call = codegen.generate_guard(getattr(jit, "__name__", "kernel"),
-                                                         [(p.name, p.is_constexpr, not p.do_not_specialize,
-                                                           not p.do_not_specialize_on_alignment) for p in params],
+                ns["_launcher_NEVER_CLASS"], ns["_launcher_NEVER"] = never[1:]
+            self.run, self.call = codegen.generate_guard(getattr(jit, "__name__", "kernel"), _guard_params(params),
                                                          ns, knobs, _hints(params, example),
                                                          never[0] if never is not None else None, shared)
             self._cells = codegen.cells(self.run, self.call)  # what both read of ns: _settle and attach change it
@@ -266,7 +265,7 @@ class Guard:
         jit["run"] = self.run
         if self.call is not None:
             jit[_CALL] = (self.run, self.call)
-            self._set("_lg_LIVE", True)
+            self._set("_launcher_LIVE", True)
         else:  # an unguarded kernel: kernel[grid] is Triton's (read without an exception)
             jit[_CALL] = (None, None)
         _attached.add(self)
@@ -279,41 +278,32 @@ class Guard:
             del jit["run"]
         jit.pop(_CALL, None)
         if self._cells is not None:
-            self._set("_lg_LIVE", False)
+            self._set("_launcher_LIVE", False)
 
     def _namespace(self, params) -> tuple:
         """(the names the generated run uses, the expressions of the knobs in its key, the names
         among them that are the same for every guard and never change: read as globals)."""
         _, device, stream, tensor = self._made_with
         ns = {
-            "_lg_JIT": self.jit, "_lg_RT": A.runtime_knobs(), "_lg_STREAM": stream,
-            "_lg_DEVICE": A.fast_device_getter(device),
-            "_lg_ENTRIES": self.entries, "_lg_NoKey": NoKey,
-            "_lg_fallback": self._fallback, "_lg_miss": self._miss, "_lg_recall": self._recall,
-            "_lg_ORIGINAL": self.original, "_lg_FALLBACKS": _fallbacks,
-            "_lg_redispatch": self._redispatch, "_lg_LIVE": False,
-            "_lg_check_globals": A.check_used_globals, "_lg_HOOK_CHAIN": A.hook_chain_type(),
-            "_lg_HITS": _hits, "_lg_classify": classify, "_lg_TENSOR": tensor, "_lg_int_key": int_key,
+            "_launcher_JIT": self.jit, "_launcher_RT": A.runtime_knobs(), "_launcher_STREAM": stream,
+            "_launcher_DEVICE": A.fast_device_getter(device),
+            "_launcher_ENTRIES": self.entries, "_launcher_NoKey": NoKey,
+            "_launcher_fallback": self._fallback, "_launcher_miss": self._miss, "_launcher_recall": self._recall,
+            "_launcher_ORIGINAL": self.original, "_launcher_FALLBACKS": _fallbacks,
+            "_launcher_redispatch": self._redispatch, "_launcher_LIVE": False,
+            "_launcher_check_globals": A.check_used_globals, "_launcher_hooks_set": A.hooks_set,
+            "_launcher_grid3": grid3,
+            "_launcher_HITS": _hits, "_launcher_classify": classify, "_launcher_TENSOR": tensor, "_launcher_int_key": int_key,
         }
         for (specialize, align), table in INT_KEYS.items():
-            ns[f"_lg_IK_{int(specialize)}{int(align)}"] = table
-        knobs = []
-        for i, (holder, attr) in enumerate(A.dispatch_knobs()):
-            ns[f"_lg_KNOB_{i}"] = holder
-            source = A.knob_source(holder, attr)
-            if source is None:
-                knobs.append(f"_lg_KNOB_{i}.{attr}")
-            else:  # what decides its value: the holder's own setting, else the environment's
-                read, (env_key, default) = source
-                ns[f"_lg_KREAD_{i}"], ns[f"_lg_KDEFAULT_{i}"], ns["_lg_UNSET"] = read, default, _UNSET
-                knobs.append(f"_lg_KNOB_{i}.__dict__.get({attr!r}, _lg_UNSET), _lg_KREAD_{i}({env_key!r}, _lg_KDEFAULT_{i})")
+            ns[f"_launcher_IK_{int(specialize)}{int(align)}"] = table
+        knobs = _knobs(ns)
         # read once per call: globals shared by every guard. What every argument reads (the int
         # tables, classify) stays in cells: a cell is read faster than a global.
-        shared = {"_lg_RT", "_lg_FALLBACKS", "_lg_check_globals", "_lg_HOOK_CHAIN", "_lg_HITS", "_lg_UNSET"}
-        shared.update(k for k in ns if k.startswith(("_lg_KNOB_", "_lg_KREAD_", "_lg_KDEFAULT_")))
-        for i, p in enumerate(params):
-            if p.default is not A.EMPTY:
-                ns[f"_lg_DEFAULT_{i}"] = p.default
+        shared = {"_launcher_RT", "_launcher_FALLBACKS", "_launcher_check_globals", "_launcher_hooks_set", "_launcher_grid3",
+                  "_launcher_HITS", "_launcher_UNSET"}
+        shared.update(k for k in ns if k.startswith(("_launcher_KNOB_", "_launcher_KREAD_", "_launcher_KDEFAULT_")))
+        _defaults(params, ns)
         return ns, knobs, frozenset(shared & ns.keys())
 
     def _settle(self):
@@ -322,10 +312,10 @@ class Guard:
         if self._cells is None:
             self._settled = True
             return
-        self._set("_lg_DEVICE", A.fast_device_getter(self._made_with[1]))
+        self._set("_launcher_DEVICE", A.fast_device_getter(self._made_with[1]))
         torch = sys.modules.get("torch")
         if self._made_with[3] is _NoTensor and torch is not None:
-            self._set("_lg_TENSOR", torch.Tensor)
+            self._set("_launcher_TENSOR", torch.Tensor)
             self._made_with = self._made_with[:3] + (torch.Tensor,)
         self._settled = A.device_getter_is_final(self._made_with[1]) and self._made_with[3] is not _NoTensor
 
@@ -336,7 +326,7 @@ class Guard:
             cell.cell_contents = value
 
     def _unguarded(self, *args, grid, warmup, **kwargs):
-        _fallbacks[self._unusual or "a parameter name the guard cannot use"] += 1
+        _fallbacks[self._unusual] += 1
         return self.original(self.jit, *args, grid=grid, warmup=warmup, **kwargs)
 
     def _fallback(self, reason, grid, warmup, options, values):
@@ -404,13 +394,67 @@ class Guard:
             self._stock[key] = jit.hash
             return None
         metadata = kernel.packed_metadata
-        entry = (jit.hash, caches, kernel_cache.get, triton_key, kernel, run, function, metadata,
-                 *_launch_parts(run, metadata))
+        entry = codegen.GuardEntry(jit.hash, caches, kernel_cache.get, triton_key, kernel, run, function, metadata,
+                                   *_launch_parts(run, metadata))
         entries = self.entries  # bounded; a clear and a store are each atomic: a race only loses entries
         if len(entries) >= 1024:
             entries.clear()
         entries[key] = entry
         return entry
+
+
+def _why_unguarded(jit, params) -> str | None:
+    """Why no guard code is generated for the kernel (its calls take Triton's path), or None."""
+    unusual = A.unusual_parameters(jit)
+    if unusual is None and any(p.name.startswith(codegen.RESERVED) or p.name in ("grid", "warmup") for p in params):
+        unusual = "a parameter name the guard cannot use"
+    return unusual
+
+
+def _guard_params(params) -> list:
+    """codegen.generate_guard's params: (name, is_constexpr, specialize, align) per JIT parameter."""
+    return [(p.name, p.is_constexpr, not p.do_not_specialize, not p.do_not_specialize_on_alignment) for p in params]
+
+
+def _knobs(ns) -> list:
+    """The expressions of the knobs in Triton's cache key (A.dispatch_knobs), in the guard's key;
+    what they read is put in ns."""
+    knobs = []
+    for i, (holder, attr) in enumerate(A.dispatch_knobs()):
+        ns[f"_launcher_KNOB_{i}"] = holder
+        source = A.knob_source(holder, attr)
+        if source is None:
+            knobs.append(f"_launcher_KNOB_{i}.{attr}")
+        else:  # what decides its value: the holder's own setting, else the environment's
+            read, (env_key, default) = source
+            ns[f"_launcher_KREAD_{i}"], ns[f"_launcher_KDEFAULT_{i}"], ns["_launcher_UNSET"] = read, default, _UNSET
+            knobs.append(f"_launcher_KNOB_{i}.__dict__.get({attr!r}, _launcher_UNSET), "
+                         f"_launcher_KREAD_{i}({env_key!r}, _launcher_KDEFAULT_{i})")
+    return knobs
+
+
+def _defaults(params, ns) -> None:
+    """Put each parameter's default in ns, as the generated signature reads it."""
+    for i, p in enumerate(params):
+        if p.default is not A.EMPTY:
+            ns[f"_launcher_DEFAULT_{i}"] = p.default
+
+
+def guard_source(jit, example=None) -> str:
+    """The source of the code the guard generates for the @triton.jit function `jit` (what
+    `python -m launcher show-generated` prints), made as a guard makes it, without putting a
+    guard in front of the kernel. example: (args, kwargs) of a first call, as the guard takes it."""
+    params = A.jit_parameters(jit)
+    unusual = _why_unguarded(jit, params)
+    if unusual is not None:
+        raise ValueError(f"no guard is generated for {getattr(jit, '__name__', jit)!r}: its calls take Triton's path "
+                         f"({unusual})")
+    ns: dict = {}
+    knobs = _knobs(ns)
+    _defaults(params, ns)
+    never = _never_keys(params, example)
+    return codegen.guard_source(getattr(jit, "__name__", "kernel"), _guard_params(params), ns, knobs,
+                                _hints(params, example), never[0] if never is not None else None)
 
 
 _PARTS: dict = {}  # (shape, packed metadata) -> _launch_parts of launcher's own launchers

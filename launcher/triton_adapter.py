@@ -403,16 +403,22 @@ def hook_chain_type():
     return HookChain
 
 
+_HOOK_CHAIN: list = []  # Triton's HookChain class, read on the first hooks_set
+
+
 def hooks_set(runtime) -> tuple:
-    """(enter, exit) launch hooks that are set; the default empty HookChains count as unset."""
-    chain = hook_chain_type()
-    out = []
-    for hook in (runtime.launch_enter_hook, runtime.launch_exit_hook):
-        if hook is None or (hook.__class__ is chain and not hook.calls):
-            out.append(None)
-        else:
-            out.append(hook)
-    return tuple(out)
+    """(enter, exit): the launch hooks of Triton's `runtime` knobs that are set, None for each
+    that is not; the default empty HookChains count as unset (the one rule: the guard's hits,
+    prepared launches; cdefs/call.c's hook_set is its C form). Called on every guarded launch."""
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+    if not _HOOK_CHAIN:
+        _HOOK_CHAIN.append(hook_chain_type())
+    chain = _HOOK_CHAIN[0]
+    if enter is not None and enter.__class__ is chain and not enter.calls:
+        enter = None
+    if leave is not None and leave.__class__ is chain and not leave.calls:
+        leave = None
+    return enter, leave
 
 
 def launch_metadata(compiled, function: int, grid, stream: int, values: tuple):

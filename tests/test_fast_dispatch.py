@@ -531,7 +531,7 @@ def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
             assert triton.knobs.compilation.fpsan_homomorphic_casts is (not value)
             kernel = call()
             assert kernel.key == triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
-        assert "_lg_KREAD_" in "".join(linecache.getlines(guard.run.__code__.co_filename))
+        assert "_launcher_KREAD_" in "".join(linecache.getlines(guard.run.__code__.co_filename))
     guard_kernel.pre_run_hooks.append(lambda *a, **k: None)
     try:
         before = fast_dispatch.fallback_counts()
@@ -713,16 +713,16 @@ def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_clas
                   example=(desc_call, {"BLOCK": 64}))
     try:
         classified = []
-        cells = codegen.cells(guard.run)
+        cells = codegen.cells(guard.call)
         shared = guard.run.__globals__  # what every guard reads alike (codegen.define's shared)
-        monkeypatch.setitem(shared, "_lg_classify", lambda *a: classified.append(a))
+        monkeypatch.setitem(shared, "_launcher_classify", lambda *a: classified.append(a))
         before = fast_dispatch.fallback_counts().get("a tensor descriptor", 0)
         for _ in range(3):
             guard.run(*desc_call, grid=(1,), warmup=False, BLOCK=64)
         assert len(paths) == 3 and not classified
         assert fast_dispatch.fallback_counts()["a tensor descriptor"] == before + 3
         guard.original = triton_.run  # a tensor there: keyed (a miss, then a hit)
-        cells["_lg_ORIGINAL"].cell_contents, shared["_lg_classify"] = triton_.run, fast_dispatch.classify
+        cells["_launcher_ORIGINAL"].cell_contents, shared["_launcher_classify"] = triton_.run, fast_dispatch.classify
         args = desc_call[:6] + (x,)
         want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
         hits = fast_dispatch.stats()["hits"]
@@ -744,13 +744,13 @@ def test_torch_imported_after_the_guard_was_made_keys_tensors_inline_after_a_mis
     triton_ = CpuTriton(guard_kernel)
     guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
     try:
-        assert codegen.cells(guard.run)["_lg_TENSOR"].cell_contents is fast_dispatch._NoTensor
+        assert codegen.cells(guard.call)["_launcher_TENSOR"].cell_contents is fast_dispatch._NoTensor
         monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTensor, cuda=types.SimpleNamespace()))
         x = FakeTensor(A0, tl.float32)
         args = (x, 16, 1, 1, 0.5, (x, 16), None)
         want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
         assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want  # a miss
-        assert codegen.cells(guard.run)["_lg_TENSOR"].cell_contents is FakeTensor
+        assert codegen.cells(guard.call)["_launcher_TENSOR"].cell_contents is FakeTensor
         for _ in range(2):  # a miss with the inline key, then a hit
             assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want
         hits = fast_dispatch.stats()["hits"]
@@ -1028,12 +1028,12 @@ def test_guards_of_one_signature_share_code_but_each_reads_its_own_values():
     try:
         a, b = guards
         assert a.call.__code__ is b.call.__code__ and a.call.__globals__ is b.call.__globals__
-        own = {"_lg_JIT", "_lg_ENTRIES", "_lg_LIVE", "_lg_DEVICE", "_lg_STREAM", "_lg_TENSOR", "_lg_recall"}
-        assert not own & a.call.__globals__.keys() and "_lg_RT" in a.call.__globals__
+        own = {"_launcher_JIT", "_launcher_ENTRIES", "_launcher_LIVE", "_launcher_DEVICE", "_launcher_STREAM", "_launcher_TENSOR", "_launcher_recall"}
+        assert not own & a.call.__globals__.keys() and "_launcher_RT" in a.call.__globals__
         assert not set(a.call.__code__.co_names) & own
         for guard, jit in zip(guards, jits):
             cells = codegen.cells(guard.call)
-            assert cells["_lg_JIT"].cell_contents is jit and cells["_lg_ENTRIES"].cell_contents is guard.entries
+            assert cells["_launcher_JIT"].cell_contents is jit and cells["_launcher_ENTRIES"].cell_contents is guard.entries
         x = FakeTensor(A0, tl.float32)
         args = (x, 16, 1, 1, 0.5, (x, 16), None)
         for _ in range(2):  # a miss, then a hit, in turn
