@@ -3,15 +3,17 @@
  *
  * `p()` and `p(*args)` of a prepared launch are the calls a decode loop makes again and again,
  * so they are a C type's tp_call: no Python frame, no cffi call, no struct.pack.  What is
- * checked is decided once, in Python (launcher.prepared._fast_checks, from the same facts as
- * launcher.specialization.AssumptionCheck), and handed to FastCall._fast_set as plain tuples;
+ * checked is decided once, in Python (launcher.checks.c_checks, with the prepared call's
+ * assumptions: the same facts as launcher.specialization.AssumptionCheck), and handed to
+ * FastCall._fast_set as plain tuples of the header's LAUNCHER_CHECK_* and LAUNCHER_PACK_* codes;
  * this file only carries it out.  Every argument the tests below do not pass, every keyword
  * argument and every launch with hooks set goes to the Python method `launch`, which binds,
  * checks and explains (an AssumptionError naming the parameter): the C path never raises about
  * an argument, it only declines.
  *
  * The native library (launcher._native, cffi) is called through function pointers whose
- * addresses Python passes in; the objects owning the plan and the bound launch are kept
+ * addresses Python passes in (typed here by cdefs/launcher.h's prototypes, which this file
+ * includes for them, the launch header's layout and the check and pack codes); the objects owning the plan and the bound launch are kept
  * referenced here, and again for the duration of each call (the launch runs without the GIL),
  * so that close() from Python code the call runs, or on another thread, cannot free them under
  * it; a call that finds the launch closed after such code ran goes to the general path, which
@@ -25,24 +27,37 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-typedef int (*launch_fn)(const void *plan, const char *args, size_t args_len);
-typedef int (*dry_run_fn)(const void *plan, const char *args, size_t args_len, char *out, size_t out_len);
-typedef int (*bound_fn)(void *bound, uint64_t stream);
+#include "launcher.h"
 
-enum { K_CONSTEXPR, K_POINTER, K_INT, K_FLOAT, K_BOOL, K_TUPLE, K_CALL, K_SKIP, K_ADDRESS };
+/* The native entries, as the header declares them (called through the addresses Python gives:
+ * launcher._native is another extension module, not a library this one links). */
+typedef __typeof__(&launcher_launch) launch_fn;
+typedef __typeof__(&launcher_dry_run) dry_run_fn;
+typedef __typeof__(&launcher_bound_launch) bound_fn;
+typedef __typeof__(&launcher_encode_tensor_map) encode_fn;
+
+/* Where the launch header's fields lie in every packed buffer. */
+enum {
+    FUNCTION_AT = offsetof(launcher_header, function),
+    STREAM_AT = offsetof(launcher_header, stream),
+    GRID_AT = offsetof(launcher_header, grid_x),
+    HEADER_SIZE = sizeof(launcher_header),
+};
 
 typedef struct check {
-    int kind;
+    int kind;        /* LAUNCHER_CHECK_* */
     PyObject *obj;   /* constexpr: its value; pointer: the tensor class; call: the function */
     PyObject *dtype; /* pointer: the dtype object (compared by identity) */
     int eq;          /* constexpr: a value of the same class that compares equal passes too */
     int aligned;     /* pointer, int: the kernel assumed divisibility by 16 */
     __int128 lo, hi; /* int: the range the kernel takes */
-    char code;       /* struct code of the packed value */
+    char code;       /* LAUNCHER_PACK_* of the packed value */
     Py_ssize_t offset;
     Py_ssize_t n;    /* tuple: items; call: values the function returns */
     struct check *items;      /* tuple: its items */
@@ -55,10 +70,10 @@ typedef struct {
     int ready;        /* _fast_set done (else every call takes the general path) */
     PyObject *stream_fn, *stream_args;
     PyObject *runtime, *hook_chain;  /* Triton's runtime knobs and HookChain, or NULL */
-    bound_fn bound_launch; void *bound; PyObject *bound_keep, *bound_buf;
-    launch_fn launch; dry_run_fn dry_run; void *plan; PyObject *plan_keep;
+    bound_fn bound_launch; launcher_bound *bound; PyObject *bound_keep, *bound_buf;
+    launch_fn launch; dry_run_fn dry_run; const launcher_plan *plan; PyObject *plan_keep;
     PyObject *template_;   /* bytes: the packed buffer with the function handle, zero elsewhere */
-    Py_ssize_t size, stream_at, grid_at, out_size;
+    Py_ssize_t size, out_size;
     int32_t grid[3];
     PyObject *grid_fn, *names;  /* callable grid and the parameter names it is given */
     Py_ssize_t n_checks, n_min;
@@ -96,32 +111,30 @@ static int as_int128(PyObject *v, __int128 *out) {  /* an int in the i64 or u64 
     return 0;
 }
 
-/* Bytes of a value of struct code c ('T': a 128-byte CUtensorMap), 0 for a code this file does not pack. */
-static int code_size(char c) {
+/* Bytes of a value of pack code c (LAUNCHER_PACK_*), 0 for a code this file does not pack. */
+static int code_size(int c) {
     switch (c) {
-    case '?': case 'b': case 'B': return 1;
-    case 'h': case 'H': return 2;
-    case 'i': case 'I': case 'f': return 4;
-    case 'q': case 'Q': case 'd': return 8;
-    case 'T': return 128;
+    case LAUNCHER_PACK_BOOL: case LAUNCHER_PACK_I8: case LAUNCHER_PACK_U8: return 1;
+    case LAUNCHER_PACK_I16: case LAUNCHER_PACK_U16: return 2;
+    case LAUNCHER_PACK_I32: case LAUNCHER_PACK_U32: case LAUNCHER_PACK_F32: return 4;
+    case LAUNCHER_PACK_I64: case LAUNCHER_PACK_U64: case LAUNCHER_PACK_F64: return 8;
+    case LAUNCHER_PACK_TENSORMAP: return 128;
     }
     return 0;
 }
-
-static int code_ok(char c) { return code_size(c) != 0; }
 
 static Py_ssize_t ssize_item(PyObject *t, Py_ssize_t i) {
     PyObject *o = PyTuple_GetItem(t, i);
     return o ? PyLong_AsSsize_t(o) : -1;
 }
 
-static int code_item(PyObject *t, Py_ssize_t i, char *code) {
+static int code_item(PyObject *t, Py_ssize_t i, char *code) {  /* a LAUNCHER_PACK_* */
     PyObject *o = PyTuple_GetItem(t, i);
     if (!o) return -1;
-    const char *s = PyUnicode_AsUTF8AndSize(o, NULL);
-    if (!s) return -1;
-    *code = strcmp(s, "128s") == 0 ? 'T' : (strlen(s) == 1 ? s[0] : 0);
-    if (!code_ok(*code)) { PyErr_Format(PyExc_ValueError, "unknown pack code %R", o); return -1; }
+    long c = PyLong_AsLong(o);
+    if (c == -1 && PyErr_Occurred()) return -1;
+    if (c < 0 || c > CHAR_MAX || !code_size((int)c)) { PyErr_Format(PyExc_ValueError, "unknown pack code %R", o); return -1; }
+    *code = (char)c;
     return 0;
 }
 
@@ -140,7 +153,7 @@ static int checks_build(PyObject *seq, check **out, Py_ssize_t *n_out, Py_ssize_
 
 static int offset_ok(Py_ssize_t offset, char code, Py_ssize_t limit) {
     Py_ssize_t size = code_size(code);
-    if (offset < 0 || offset + size > limit) {
+    if (offset < HEADER_SIZE || offset + size > limit) {
         PyErr_Format(PyExc_ValueError, "offset %zd (code %c) outside the %zd-byte buffer", offset, code, limit);
         return 0;
     }
@@ -152,71 +165,67 @@ static int check_build(check *c, PyObject *t, Py_ssize_t limit) {
         PyErr_SetString(PyExc_TypeError, "a check must be a non-empty tuple");
         return -1;
     }
-    const char *kind = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(t, 0), NULL);
-    if (!kind) return -1;
+    long kind = PyLong_AsLong(PyTuple_GetItem(t, 0));
+    if (kind == -1 && PyErr_Occurred()) return -1;
     Py_ssize_t n = PyTuple_Size(t);
-#define NEED(k) if (n != (k)) { PyErr_Format(PyExc_ValueError, "check %s takes %d items", kind, (k)); return -1; }
-    if (!strcmp(kind, "constexpr")) {  /* (kind, value, eq) */
+#define NEED(k) if (n != (k)) { PyErr_Format(PyExc_ValueError, "check kind %ld takes %d items", kind, (k)); return -1; }
+    c->kind = (int)kind;
+    switch (kind) {
+    case LAUNCHER_CHECK_CONSTEXPR:  /* (kind, value, eq) */
         NEED(3);
-        c->kind = K_CONSTEXPR;
         c->obj = Py_NewRef(PyTuple_GetItem(t, 1));
         c->eq = PyObject_IsTrue(PyTuple_GetItem(t, 2));
         return c->eq < 0 ? -1 : 0;
-    }
-    if (!strcmp(kind, "pointer")) {  /* (kind, class, dtype, aligned, offset) */
+    case LAUNCHER_CHECK_POINTER:  /* (kind, class, dtype, aligned, offset) */
         NEED(5);
-        c->kind = K_POINTER; c->code = 'Q';
+        c->code = LAUNCHER_PACK_U64;
         c->obj = Py_NewRef(PyTuple_GetItem(t, 1));
         c->dtype = Py_NewRef(PyTuple_GetItem(t, 2));
         c->aligned = PyObject_IsTrue(PyTuple_GetItem(t, 3));
         c->offset = ssize_item(t, 4);
         if (c->aligned < 0 || PyErr_Occurred()) return -1;
-        return offset_ok(c->offset, 'Q', limit) ? 0 : -1;
-    }
-    if (!strcmp(kind, "int")) {  /* (kind, lo, hi, aligned, offset, code) */
+        return offset_ok(c->offset, c->code, limit) ? 0 : -1;
+    case LAUNCHER_CHECK_INT:  /* (kind, lo, hi, aligned, offset, code) */
         NEED(6);
-        c->kind = K_INT;
         if (as_int128(PyTuple_GetItem(t, 1), &c->lo) < 0 || as_int128(PyTuple_GetItem(t, 2), &c->hi) < 0) return -1;
         c->aligned = PyObject_IsTrue(PyTuple_GetItem(t, 3));
         c->offset = ssize_item(t, 4);
         if (c->aligned < 0 || PyErr_Occurred() || code_item(t, 5, &c->code) < 0) return -1;
+        if (c->code == LAUNCHER_PACK_TENSORMAP || c->code == LAUNCHER_PACK_F32 || c->code == LAUNCHER_PACK_F64
+                || c->code == LAUNCHER_PACK_BOOL) {
+            PyErr_SetString(PyExc_ValueError, "an int check packs an integer code");
+            return -1;
+        }
         return offset_ok(c->offset, c->code, limit) ? 0 : -1;
-    }
-    if (!strcmp(kind, "float")) {  /* (kind, offset, code): code f or d */
+    case LAUNCHER_CHECK_FLOAT:  /* (kind, offset, code): F32 or F64 */
         NEED(3);
-        c->kind = K_FLOAT;
         c->offset = ssize_item(t, 1);
         if (PyErr_Occurred() || code_item(t, 2, &c->code) < 0) return -1;
-        if (c->code != 'f' && c->code != 'd') { PyErr_SetString(PyExc_ValueError, "float code must be f or d"); return -1; }
+        if (c->code != LAUNCHER_PACK_F32 && c->code != LAUNCHER_PACK_F64) {
+            PyErr_SetString(PyExc_ValueError, "a float check packs LAUNCHER_PACK_F32 or LAUNCHER_PACK_F64");
+            return -1;
+        }
         return offset_ok(c->offset, c->code, limit) ? 0 : -1;
-    }
-    if (!strcmp(kind, "bool")) {  /* (kind, offset) */
+    case LAUNCHER_CHECK_BOOL:  /* (kind, offset) */
         NEED(2);
-        c->kind = K_BOOL; c->code = 'B';
+        c->code = LAUNCHER_PACK_U8;
         c->offset = ssize_item(t, 1);
         if (PyErr_Occurred()) return -1;
-        return offset_ok(c->offset, 'B', limit) ? 0 : -1;
-    }
-    if (!strcmp(kind, "tuple")) {  /* (kind, (checks...)) */
+        return offset_ok(c->offset, c->code, limit) ? 0 : -1;
+    case LAUNCHER_CHECK_TUPLE:  /* (kind, (checks...)) */
         NEED(2);
-        c->kind = K_TUPLE;
         return checks_build(PyTuple_GetItem(t, 1), &c->items, &c->n, limit);
-    }
-    if (!strcmp(kind, "skip")) {  /* (kind,): a constexpr the caller's key has decided (FlatLaunch) */
+    case LAUNCHER_CHECK_SKIP:  /* (kind,): a constexpr the caller's key has decided (FlatLaunch) */
         NEED(1);
-        c->kind = K_SKIP;
         return 0;
-    }
-    if (!strcmp(kind, "address")) {  /* (kind, offset): an int address, or what data_ptr() gives (FlatLaunch) */
+    case LAUNCHER_CHECK_ADDRESS:  /* (kind, offset): an int address, or what data_ptr() gives (FlatLaunch) */
         NEED(2);
-        c->kind = K_ADDRESS; c->code = 'Q';
+        c->code = LAUNCHER_PACK_U64;
         c->offset = ssize_item(t, 1);
         if (PyErr_Occurred()) return -1;
-        return offset_ok(c->offset, 'Q', limit) ? 0 : -1;
-    }
-    if (!strcmp(kind, "call")) {  /* (kind, fn, ((offset, code), ...)): fn(arg) -> values or None */
+        return offset_ok(c->offset, c->code, limit) ? 0 : -1;
+    case LAUNCHER_CHECK_CALL: {  /* (kind, fn, ((offset, code), ...)): fn(arg) -> values or None */
         NEED(3);
-        c->kind = K_CALL;
         c->obj = Py_NewRef(PyTuple_GetItem(t, 1));
         PyObject *slots = PyTuple_GetItem(t, 2);
         if (!PyTuple_Check(slots)) { PyErr_SetString(PyExc_TypeError, "call slots must be a tuple"); return -1; }
@@ -233,8 +242,10 @@ static int check_build(check *c, PyObject *t, Py_ssize_t limit) {
         }
         return 0;
     }
+    }
 #undef NEED
-    PyErr_Format(PyExc_ValueError, "unknown check kind %s", kind);
+    c->kind = -1;
+    PyErr_Format(PyExc_ValueError, "unknown check kind %ld", kind);
     return -1;
 }
 
@@ -242,14 +253,14 @@ static int check_build(check *c, PyObject *t, Py_ssize_t limit) {
 
 static int int_fits(__int128 v, char code) {
     switch (code) {
-    case 'b': return v >= INT8_MIN && v <= INT8_MAX;
-    case 'B': return v >= 0 && v <= UINT8_MAX;
-    case 'h': return v >= INT16_MIN && v <= INT16_MAX;
-    case 'H': return v >= 0 && v <= UINT16_MAX;
-    case 'i': return v >= INT32_MIN && v <= INT32_MAX;
-    case 'I': return v >= 0 && v <= UINT32_MAX;
-    case 'q': return v >= INT64_MIN && v <= INT64_MAX;
-    case 'Q': return v >= 0 && v <= (__int128)UINT64_MAX;
+    case LAUNCHER_PACK_I8: return v >= INT8_MIN && v <= INT8_MAX;
+    case LAUNCHER_PACK_U8: return v >= 0 && v <= UINT8_MAX;
+    case LAUNCHER_PACK_I16: return v >= INT16_MIN && v <= INT16_MAX;
+    case LAUNCHER_PACK_U16: return v >= 0 && v <= UINT16_MAX;
+    case LAUNCHER_PACK_I32: return v >= INT32_MIN && v <= INT32_MAX;
+    case LAUNCHER_PACK_U32: return v >= 0 && v <= UINT32_MAX;
+    case LAUNCHER_PACK_I64: return v >= INT64_MIN && v <= INT64_MAX;
+    case LAUNCHER_PACK_U64: return v >= 0 && v <= (__int128)UINT64_MAX;
     }
     return 0;
 }
@@ -269,7 +280,7 @@ static void put_int(char *buf, Py_ssize_t offset, char code, __int128 v) {  /* l
 }
 
 static int put_float(char *buf, Py_ssize_t offset, char code, double d) {  /* 0: refused (struct raises) */
-    if (code == 'd') { memcpy(buf + offset, &d, 8); return 1; }
+    if (code == LAUNCHER_PACK_F64) { memcpy(buf + offset, &d, 8); return 1; }
     float f = (float)d;
     if (isinf(f) && !isinf(d)) return 0;
     memcpy(buf + offset, &f, 4);
@@ -278,23 +289,23 @@ static int put_float(char *buf, Py_ssize_t offset, char code, double d) {  /* 0:
 
 /* One value a call check's function returned, packed as struct would; 1 packed, 0 declined. */
 static int put_value(char *buf, Py_ssize_t offset, char code, PyObject *v) {
-    if (code == 'T') {
+    if (code == LAUNCHER_PACK_TENSORMAP) {
         if (!PyBytes_Check(v) || PyBytes_Size(v) != 128) return 0;
         memcpy(buf + offset, PyBytes_AsString(v), 128);
         return 1;
     }
-    if (code == 'f' || code == 'd') {
+    if (code == LAUNCHER_PACK_F32 || code == LAUNCHER_PACK_F64) {
         if (!PyFloat_Check(v) && !PyLong_Check(v)) return 0;
         double d = PyFloat_AsDouble(v);
         if (d == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
         return put_float(buf, offset, code, d);
     }
-    if (!PyLong_Check(v) || (code == 'Q' && PyBool_Check(v))) return 0;  /* a bool is no address */
+    if (!PyLong_Check(v) || (code == LAUNCHER_PACK_U64 && PyBool_Check(v))) return 0;  /* a bool is no address */
     __int128 x;
     if (as_int128(v, &x) < 0) { PyErr_Clear(); return 0; }
-    if (code == '?') {  /* i1 / u1: a bool, or the int 0 or 1 */
+    if (code == LAUNCHER_PACK_BOOL) {  /* i1 / u1: a bool, or the int 0 or 1 */
         if (x != 0 && x != 1) return 0;
-        code = 'B';
+        code = LAUNCHER_PACK_U8;
     }
     if (!int_fits(x, code)) return 0;
     put_int(buf, offset, code, x);
@@ -306,7 +317,7 @@ static int put_value(char *buf, Py_ssize_t offset, char code, PyObject *v) {
  * Exception: KeyboardInterrupt and the like). */
 static int check_pack(const check *c, PyObject *a, char *buf) {
     switch (c->kind) {
-    case K_CONSTEXPR:
+    case LAUNCHER_CHECK_CONSTEXPR:
         if (a == c->obj) return 1;
         if (!c->eq || Py_TYPE(a) != Py_TYPE(c->obj)) return 0;
         {
@@ -314,7 +325,7 @@ static int check_pack(const check *c, PyObject *a, char *buf) {
             if (r < 0) { PyErr_Clear(); return 0; }
             return r;
         }
-    case K_POINTER: {
+    case LAUNCHER_CHECK_POINTER: {
         __int128 v;
         if ((PyObject *)Py_TYPE(a) == c->obj) {
             PyObject *dt = PyObject_GetAttr(a, s_dtype);
@@ -331,11 +342,11 @@ static int check_pack(const check *c, PyObject *a, char *buf) {
         } else {
             return 0;
         }
-        if (!int_fits(v, 'Q') || (c->aligned && (v & 15))) return 0;
-        put_int(buf, c->offset, 'Q', v);
+        if (!int_fits(v, LAUNCHER_PACK_U64) || (c->aligned && (v & 15))) return 0;
+        put_int(buf, c->offset, LAUNCHER_PACK_U64, v);
         return 1;
     }
-    case K_INT: {
+    case LAUNCHER_CHECK_INT: {
         if (!PyLong_CheckExact(a)) return 0;
         __int128 v;
         if (as_int128(a, &v) < 0) { PyErr_Clear(); return 0; }
@@ -343,23 +354,23 @@ static int check_pack(const check *c, PyObject *a, char *buf) {
         put_int(buf, c->offset, c->code, v);
         return 1;
     }
-    case K_FLOAT:
+    case LAUNCHER_CHECK_FLOAT:
         if (!PyFloat_CheckExact(a)) return 0;
         return put_float(buf, c->offset, c->code, PyFloat_AsDouble(a));
-    case K_BOOL:
+    case LAUNCHER_CHECK_BOOL:
         if (a != Py_True && a != Py_False) return 0;
         buf[c->offset] = (char)(a == Py_True);
         return 1;
-    case K_TUPLE:
+    case LAUNCHER_CHECK_TUPLE:
         if (!PyTuple_CheckExact(a) || PyTuple_Size(a) != c->n) return 0;
         for (Py_ssize_t i = 0; i < c->n; i++) {
             int r = check_pack(&c->items[i], PyTuple_GetItem(a, i), buf);
             if (r != 1) return r;
         }
         return 1;
-    case K_SKIP:
+    case LAUNCHER_CHECK_SKIP:
         return 1;
-    case K_ADDRESS: {  /* as the generated launch converts a pointer: an int, else data_ptr() (not None, not a bool) */
+    case LAUNCHER_CHECK_ADDRESS: {  /* as the generated launch converts a pointer: an int, else data_ptr() (not None, not a bool) */
         __int128 v;
         if (PyLong_CheckExact(a)) {
             if (as_int128(a, &v) < 0) { PyErr_Clear(); return 0; }
@@ -375,11 +386,11 @@ static int check_pack(const check *c, PyObject *a, char *buf) {
             Py_DECREF(p);
             if (!ok) { PyErr_Clear(); return 0; }
         }
-        if (!int_fits(v, 'Q')) return 0;
-        put_int(buf, c->offset, 'Q', v);
+        if (!int_fits(v, LAUNCHER_PACK_U64)) return 0;
+        put_int(buf, c->offset, LAUNCHER_PACK_U64, v);
         return 1;
     }
-    case K_CALL: {
+    case LAUNCHER_CHECK_CALL: {
         PyObject *vs = PyObject_CallFunctionObjArgs(c->obj, a, NULL);
         if (!vs) {
             if (PyErr_ExceptionMatches(PyExc_Exception)) { PyErr_Clear(); return 0; }
@@ -393,6 +404,40 @@ static int check_pack(const check *c, PyObject *a, char *buf) {
     }
     }
     return 0;
+}
+
+/* Check and pack each of `values` with its check: 1 all packed, 0 one declined, -1 an error to
+ * raise (check_pack says which). */
+static int pack_all(const check *checks, Py_ssize_t n, PyObject *const *values, char *buf) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int r = check_pack(&checks[i], values[i], buf);
+        if (r != 1) return r;
+    }
+    return 1;
+}
+
+/* The native call of a packed buffer, shared by FastCall and FlatLaunch: launch it with `plan`
+ * (the GIL released around the call) or, with `dry` set, dry-run it, *out getting a new bytes
+ * object of what each parameter would receive (out_size bytes, at least one).  Returns NULL
+ * with an error set, None (a new reference) when done, or a new (status, packed bytes) tuple
+ * when the native library refused it (the caller's launcher raises with those). */
+static PyObject *native_call(const launcher_plan *plan, launch_fn launch, dry_run_fn dry, const char *buf,
+                             Py_ssize_t size, Py_ssize_t out_size, PyObject **out) {
+    int rc;
+    if (dry) {
+        Py_ssize_t out_len = out_size > 0 ? out_size : 1;
+        PyObject *o = PyBytes_FromStringAndSize(NULL, out_len);
+        if (!o) return NULL;
+        rc = dry(plan, buf, (size_t)size, PyBytes_AsString(o), (size_t)out_len);
+        if (!rc) { *out = o; Py_RETURN_NONE; }
+        Py_DECREF(o);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        rc = launch(plan, buf, (size_t)size);
+        Py_END_ALLOW_THREADS
+        if (!rc) Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(iy#)", rc, buf, size);
 }
 
 /* ---- the call ---- */
@@ -442,13 +487,11 @@ static int current_stream(FastCall *self, uint64_t *stream) {
     return 0;
 }
 
-static PyObject *failed(FastCall *self, int status, PyObject *buf) {
-    PyObject *st = PyLong_FromLong(status);
-    if (!st) return NULL;
+/* self._failed(status, packed bytes), from native_call's refusal (status, packed bytes). */
+static PyObject *failed(FastCall *self, PyObject *refusal) {
     PyObject *m = PyObject_GetAttr((PyObject *)self, s_failed);
-    PyObject *r = m ? PyObject_CallFunctionObjArgs(m, st, buf, NULL) : NULL;
+    PyObject *r = m ? PyObject_Call(m, refusal, NULL) : NULL;
     Py_XDECREF(m);
-    Py_DECREF(st);
     if (!r) return NULL;
     Py_DECREF(r);
     Py_RETURN_NONE;  /* _failed raises; should it not, the launch counts as done */
@@ -489,6 +532,27 @@ static void checks_destroy(PyObject *capsule) {
     PyMem_Free(n);
 }
 
+/* The checks built from the tuple `checks` (values packed within `limit` bytes), in a capsule
+ * that owns them; NULL with an error when they are malformed. */
+static PyObject *checks_capsule(PyObject *checks, Py_ssize_t limit, Py_ssize_t *n_out) {
+    check *cs = NULL;
+    Py_ssize_t n = 0, *count = PyMem_Malloc(sizeof(Py_ssize_t));
+    if (!count) { PyErr_NoMemory(); return NULL; }
+    int r = checks_build(checks, &cs, &n, limit);
+    *count = n;
+    PyObject *capsule = cs ? PyCapsule_New(cs, CHECKS, checks_destroy) : NULL;
+    if (!capsule) {
+        for (Py_ssize_t i = 0; cs && i < n; i++) check_free(&cs[i]);
+        PyMem_Free(cs);
+        PyMem_Free(count);
+        return NULL;
+    }
+    PyCapsule_SetContext(capsule, count);
+    if (r < 0) { Py_DECREF(capsule); return NULL; }
+    *n_out = n;
+    return capsule;
+}
+
 static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     FastCall *self = (FastCall *)op;
     if (!self->ready || (kwargs && PyDict_Size(kwargs))) return general(self, args, kwargs);
@@ -509,12 +573,18 @@ static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
         if (!self->bound) return general(self, args, kwargs);  /* closed while the stream was asked for */
         PyObject *keep = Py_NewRef(self->bound_keep), *buf = Py_NewRef(self->bound_buf);
         bound_fn fn = self->bound_launch;
-        void *h = self->bound;
+        launcher_bound *h = self->bound;
         int rc;
         Py_BEGIN_ALLOW_THREADS
         rc = fn(h, stream);
         Py_END_ALLOW_THREADS
-        PyObject *r = rc ? failed(self, rc, buf) : Py_NewRef(Py_None);
+        PyObject *r = Py_NewRef(Py_None);
+        if (rc) {  /* refused: _failed raises */
+            PyObject *refusal = Py_BuildValue("(iO)", rc, buf);
+            Py_DECREF(r);
+            r = refusal ? failed(self, refusal) : NULL;
+            Py_XDECREF(refusal);
+        }
         Py_DECREF(keep);
         Py_DECREF(buf);
         return r;
@@ -530,10 +600,9 @@ static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     PyObject *grid_fn = self->grid_fn ? Py_NewRef(self->grid_fn) : NULL;
     const check *checks = PyCapsule_GetPointer(capsule, CHECKS);
     Py_ssize_t n_checks = self->n_checks, n_min = self->n_min, size = self->size, out_size = self->out_size;
-    Py_ssize_t stream_at = self->stream_at, grid_at = self->grid_at;
     launch_fn launch = self->launch;
-    dry_run_fn dry = self->dry_run;
-    const void *plan = self->plan;
+    dry_run_fn dry = split ? self->dry_run : NULL;
+    const launcher_plan *plan = self->plan;
     int32_t grid[3] = {self->grid[0], self->grid[1], self->grid[2]};
     PyObject *result = NULL;
     char stack[4096], *buf = size <= (Py_ssize_t)sizeof stack ? stack : PyMem_Malloc(size);
@@ -542,12 +611,9 @@ static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     memcpy(buf, PyBytes_AsString(tmpl), size);
     for (Py_ssize_t i = 0; i < n_checks; i++)  /* borrowed: args and trailing are held */
         values[i] = i < n ? PyTuple_GetItem(args, i) : PyTuple_GetItem(trailing, i - n_min);
-    int decline = 0;
-    for (Py_ssize_t i = 0; i < n_checks && !decline; i++) {
-        int r = check_pack(&checks[i], values[i], buf);
-        if (r < 0) goto done;
-        decline = !r;
-    }
+    int r = pack_all(checks, n_checks, (PyObject *const *)values, buf);
+    if (r < 0) goto done;
+    int decline = !r;
     if (!decline && grid_fn) {
         int r = call_grid(grid_fn, names, n_checks, (PyObject *const *)values, grid);
         if (r < 0) goto done;
@@ -557,35 +623,14 @@ static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     uint64_t stream;
     if (current_stream(self, &stream) < 0) goto done;
     if (!self->ready) { result = general(self, args, kwargs); goto done; }  /* closed by the stream getter */
-    memcpy(buf + stream_at, &stream, 8);
-    memcpy(buf + grid_at, grid, 12);
-    int rc;
-    if (split) {  /* dry run: the bytes each parameter would receive */
-        Py_ssize_t out_len = out_size > 0 ? out_size : 1;
-        PyObject *out = PyBytes_FromStringAndSize(NULL, out_len);
-        if (!out) goto done;
-        rc = dry(plan, buf, (size_t)size, PyBytes_AsString(out), (size_t)out_len);
-        if (rc) {
-            Py_DECREF(out);
-            PyObject *b = PyBytes_FromStringAndSize(buf, size);
-            result = b ? failed(self, rc, b) : NULL;
-            Py_XDECREF(b);
-            goto done;
-        }
-        result = PyObject_CallFunctionObjArgs(split, out, NULL);
-        Py_DECREF(out);
-        goto done;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    rc = launch(plan, buf, (size_t)size);
-    Py_END_ALLOW_THREADS
-    if (rc) {
-        PyObject *b = PyBytes_FromStringAndSize(buf, size);
-        result = b ? failed(self, rc, b) : NULL;
-        Py_XDECREF(b);
-    } else {
-        result = Py_NewRef(Py_None);
-    }
+    memcpy(buf + STREAM_AT, &stream, 8);
+    memcpy(buf + GRID_AT, grid, 12);
+    PyObject *out = NULL, *ran = native_call(plan, launch, dry, buf, size, out_size, &out);
+    if (ran && ran != Py_None) result = failed(self, ran);  /* refused */
+    else if (ran && out) result = PyObject_CallFunctionObjArgs(split, out, NULL);  /* dry run: split bytes */
+    else result = Py_XNewRef(ran);
+    Py_XDECREF(ran);
+    Py_XDECREF(out);
 done:
     if (buf && buf != stack) PyMem_Free(buf);
     if (values && values != values_stack) PyMem_Free(values);
@@ -628,13 +673,13 @@ static int get_size(PyObject *cfg, const char *key, Py_ssize_t *out) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
-static int get_address(PyObject *cfg, const char *key, void **out) {
+static int get_address(PyObject *cfg, const char *key, uintptr_t *out) {
     PyObject *v = get(cfg, key);
     if (!v) return -1;
     unsigned long long a = PyLong_AsUnsignedLongLong(v);
     if (a == (unsigned long long)-1 && PyErr_Occurred()) return -1;
     if (!a) { PyErr_Format(PyExc_ValueError, "_fast_set: %s is a null address", key); return -1; }
-    *out = (void *)(uintptr_t)a;
+    *out = (uintptr_t)a;
     return 0;
 }
 
@@ -645,7 +690,6 @@ static int set_state(FastCall *self, PyObject *cfg) {
             || get_ref(cfg, "template", &self->template_, 0) || get_ref(cfg, "grid_fn", &self->grid_fn, 1)
             || get_ref(cfg, "names", &self->names, 0) || get_ref(cfg, "trailing", &self->trailing, 0)
             || get_ref(cfg, "split", &self->split, 1) || get_ref(cfg, "plan_keep", &self->plan_keep, 0)
-            || get_size(cfg, "stream_at", &self->stream_at) || get_size(cfg, "grid_at", &self->grid_at)
             || get_size(cfg, "out_size", &self->out_size) || get_size(cfg, "n_min", &self->n_min)
             || !(bound = get(cfg, "bound")) || !(grid = get(cfg, "grid")) || !(checks = get(cfg, "checks")))
         return -1;
@@ -655,14 +699,17 @@ static int set_state(FastCall *self, PyObject *cfg) {
         return -1;
     }
     self->size = PyBytes_Size(self->template_);
-    if (self->stream_at < 0 || self->stream_at + 8 > self->size || self->grid_at < 0 || self->grid_at + 12 > self->size) {
-        PyErr_SetString(PyExc_ValueError, "_fast_set: the stream or the grid lies outside the template");
+    if (self->size < HEADER_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "_fast_set: the template is shorter than the launch header");
         return -1;
     }
     if (bound != Py_None) {  /* p(): the launch bound at prepare time */
-        if (get_address(cfg, "bound", &self->bound) || get_address(cfg, "bound_launch", (void **)&self->bound_launch)
+        uintptr_t h, fn;
+        if (get_address(cfg, "bound", &h) || get_address(cfg, "bound_launch", &fn)
                 || get_ref(cfg, "bound_keep", &self->bound_keep, 0) || get_ref(cfg, "bound_buf", &self->bound_buf, 0))
             return -1;
+        self->bound = (launcher_bound *)h;
+        self->bound_launch = (bound_fn)fn;
     }
     if (grid != Py_None) {
         if (!PyTuple_Check(grid) || PyTuple_Size(grid) != 3) {
@@ -680,25 +727,15 @@ static int set_state(FastCall *self, PyObject *cfg) {
         return -1;
     }
     if (checks != Py_None) {  /* p(*args): each argument checked and packed */
-        if (get_address(cfg, "plan", (void **)&self->plan) || get_address(cfg, "launch", (void **)&self->launch)
-                || (self->split && get_address(cfg, "dry_run", (void **)&self->dry_run)))
+        uintptr_t plan, launch, dry = 0;
+        if (get_address(cfg, "plan", &plan) || get_address(cfg, "launch", &launch)
+                || (self->split && get_address(cfg, "dry_run", &dry)))
             return -1;
-        check *cs = NULL;
+        self->plan = (const launcher_plan *)plan;
+        self->launch = (launch_fn)launch;
+        self->dry_run = (dry_run_fn)dry;
         Py_ssize_t n = 0;
-        Py_ssize_t *count = PyMem_Malloc(sizeof(Py_ssize_t));
-        if (!count) { PyErr_NoMemory(); return -1; }
-        int r = checks_build(checks, &cs, &n, self->size);
-        *count = n;
-        PyObject *capsule = cs ? PyCapsule_New(cs, CHECKS, checks_destroy) : NULL;
-        if (!capsule) {
-            for (Py_ssize_t i = 0; cs && i < n; i++) check_free(&cs[i]);
-            PyMem_Free(cs);
-            PyMem_Free(count);
-            return -1;
-        }
-        PyCapsule_SetContext(capsule, count);
-        self->checks = capsule;
-        if (r < 0) return -1;
+        if (!(self->checks = checks_capsule(checks, self->size, &n))) return -1;
         self->n_checks = n;
         if (PyTuple_Size(self->names) != n || self->n_min < 0 || self->n_min > n
                 || PyTuple_Size(self->trailing) != n - self->n_min) {
@@ -811,28 +848,28 @@ static PyType_Spec fc_spec = {
 
 /* ---- the flat launch of a kernel launcher.fast_dispatch and bundles have chosen ----
  *
- * FlatLaunch(plan, plan_keep, launch, size, function_at, stream_at, grid_at, checks, dry_run=0,
- * out_size=0, record=None) is made once per spec shape (launcher.cuda_launcher._Shape.flat):
- * `checks` holds one check per kernel parameter, in order (skip for a constexpr, address for a
- * pointer, int, float, bool, or a tuple of those).  Its bound method launch(function, stream,
- * grid, *values) packs the header and every value into the shape's buffer and launches it, with
- * no Python code between the call and the driver: None when launched, (status, packed bytes) when
- * the driver refused (the caller's launcher raises with them), False when it declined: a value of
- * another type or range than the checks take, a grid that is not a tuple or list of 1 to 3 ints,
- * a count that does not fit.  A declined call is the caller's generated launch to make, which
- * converts, checks and explains: like every path in this file, this one never raises about an
- * argument.  The caller's key has decided what the compiled kernel assumed (alignment,
- * constexprs); this only packs.  With record set it is a dry run: record(packed bytes, bytes the
- * driver would receive) instead of the launch (the CPU tests).  Nothing here changes after it is
- * made, so calls on several threads share it. */
+ * FlatLaunch(plan, plan_keep, launch, size, checks, dry_run=0, out_size=0, record=None) is made
+ * once per spec shape (launcher.cuda_launcher._Shape.flat): `checks` holds one check per kernel
+ * parameter, in order (launcher.checks.c_checks without assumptions: skip for a constexpr,
+ * address for a pointer, int, float, bool, or a tuple of those).  Its bound method
+ * launch(function, stream, grid, *values) packs the header (launcher_header) and every value into
+ * the shape's buffer and launches it, with no Python code between the call and the driver: None
+ * when launched, (status, packed bytes) when the driver refused (the caller's launcher raises with
+ * them), False when it declined: a value of another type or range than the checks take, a grid
+ * that is not a tuple or list of 1 to 3 ints, a count that does not fit.  A declined call is the
+ * caller's generated launch to make, which converts, checks and explains: like every path in this
+ * file, this one never raises about an argument.  The caller's key has decided what the compiled
+ * kernel assumed (alignment, constexprs); this only packs.  With record set it is a dry run:
+ * record(packed bytes, bytes the driver would receive) instead of the launch (the CPU tests).
+ * Nothing here changes after it is made, so calls on several threads share it. */
 typedef struct {
     PyObject_HEAD
-    launch_fn launch; dry_run_fn dry_run; const void *plan;
+    launch_fn launch; dry_run_fn dry_run; const launcher_plan *plan;
     PyObject *plan_keep, *record, *checks;  /* checks: a capsule of n checks */
-    Py_ssize_t n, size, out_size, function_at, stream_at, grid_at;
+    Py_ssize_t n, size, out_size;
 } FlatLaunch;
 
-/* An exact int that fits code (Q for handles): 1 with *out set, 0 (no error set) when not one. */
+/* An exact int that fits code (U64 for handles): 1 with *out set, 0 (no error set) when not one. */
 static int exact_int(PyObject *v, char code, __int128 *out) {
     if (!PyLong_CheckExact(v)) return 0;
     if (as_int128(v, out) < 0) { PyErr_Clear(); return 0; }
@@ -846,13 +883,14 @@ static PyObject *fl_launch(PyObject *op, PyObject *const *args, Py_ssize_t nargs
     int32_t grid[3] = {1, 1, 1};
     PyObject *g = args[2];
     int is_list = PyList_CheckExact(g);
-    if (!exact_int(args[0], 'Q', &function) || !exact_int(args[1], 'Q', &stream) || (!is_list && !PyTuple_CheckExact(g)))
+    if (!exact_int(args[0], LAUNCHER_PACK_U64, &function) || !exact_int(args[1], LAUNCHER_PACK_U64, &stream)
+            || (!is_list && !PyTuple_CheckExact(g)))
         Py_RETURN_FALSE;
     Py_ssize_t glen = is_list ? PyList_Size(g) : PyTuple_Size(g);
     if (glen < 1 || glen > 3) Py_RETURN_FALSE;
     for (Py_ssize_t i = 0; i < glen; i++) {  /* read before any value runs Python code (data_ptr) */
         __int128 x;
-        if (!exact_int(is_list ? PyList_GetItem(g, i) : PyTuple_GetItem(g, i), 'i', &x)) Py_RETURN_FALSE;
+        if (!exact_int(is_list ? PyList_GetItem(g, i) : PyTuple_GetItem(g, i), LAUNCHER_PACK_I32, &x)) Py_RETURN_FALSE;
         grid[i] = (int32_t)x;
     }
     PyObject *capsule = Py_NewRef(self->checks), *keep = Py_NewRef(self->plan_keep);
@@ -863,40 +901,23 @@ static PyObject *fl_launch(PyObject *op, PyObject *const *args, Py_ssize_t nargs
     char stack[4096], *buf = size <= (Py_ssize_t)sizeof stack ? stack : PyMem_Malloc(size);
     if (!buf || !checks) { if (!PyErr_Occurred()) PyErr_NoMemory(); goto done; }
     memset(buf, 0, size);
-    put_int(buf, self->function_at, 'Q', function);
-    put_int(buf, self->stream_at, 'Q', stream);
-    memcpy(buf + self->grid_at, grid, 12);
-    for (Py_ssize_t i = 0; i < self->n; i++) {
-        int r = check_pack(&checks[i], args[3 + i], buf);
-        if (r < 0) goto done;
-        if (!r) { result = Py_NewRef(Py_False); goto done; }
+    put_int(buf, FUNCTION_AT, LAUNCHER_PACK_U64, function);
+    put_int(buf, STREAM_AT, LAUNCHER_PACK_U64, stream);
+    memcpy(buf + GRID_AT, grid, 12);
+    int r = pack_all(checks, self->n, args + 3, buf);
+    if (r < 0) goto done;
+    if (!r) { result = Py_NewRef(Py_False); goto done; }
+    PyObject *out = NULL, *ran = native_call(self->plan, self->launch, record ? self->dry_run : NULL, buf, size,
+                                             self->out_size, &out);
+    if (ran == Py_None && out) {  /* dry run: recorded */
+        PyObject *packed = PyBytes_FromStringAndSize(buf, size);
+        PyObject *rec = packed ? PyObject_CallFunctionObjArgs(record, packed, out, NULL) : NULL;
+        Py_XDECREF(packed);
+        if (!rec) Py_CLEAR(ran);
+        Py_XDECREF(rec);
     }
-    int rc;
-    if (record) {
-        Py_ssize_t out_len = self->out_size > 0 ? self->out_size : 1;
-        PyObject *out = PyBytes_FromStringAndSize(NULL, out_len);
-        if (!out) goto done;
-        rc = self->dry_run(self->plan, buf, (size_t)size, PyBytes_AsString(out), (size_t)out_len);
-        if (!rc) {
-            PyObject *packed = PyBytes_FromStringAndSize(buf, size);
-            PyObject *r = packed ? PyObject_CallFunctionObjArgs(record, packed, out, NULL) : NULL;
-            Py_XDECREF(packed);
-            Py_DECREF(out);
-            if (!r) goto done;
-            Py_DECREF(r);
-            result = Py_NewRef(Py_None);
-            goto done;
-        }
-        Py_DECREF(out);
-    } else {
-        launch_fn launch = self->launch;
-        const void *plan = self->plan;
-        Py_BEGIN_ALLOW_THREADS
-        rc = launch(plan, buf, (size_t)size);
-        Py_END_ALLOW_THREADS
-        if (!rc) { result = Py_NewRef(Py_None); goto done; }
-    }
-    result = Py_BuildValue("(iy#)", rc, buf, size);
+    result = ran;  /* None, (status, packed bytes), or NULL */
+    Py_XDECREF(out);
 done:
     if (buf && buf != stack) PyMem_Free(buf);
     Py_DECREF(capsule); Py_DECREF(keep); Py_XDECREF(record);
@@ -906,46 +927,31 @@ done:
 static PyObject *fl_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     unsigned long long plan, launch, dry_run = 0;
     PyObject *plan_keep, *checks, *record = Py_None;
-    Py_ssize_t size, function_at, stream_at, grid_at, out_size = 0;
-    static char *names[] = {"plan", "plan_keep", "launch", "size", "function_at", "stream_at", "grid_at", "checks",
-                            "dry_run", "out_size", "record", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KOKnnnnO|KnO", names, &plan, &plan_keep, &launch, &size,
-                                     &function_at, &stream_at, &grid_at, &checks, &dry_run, &out_size, &record))
+    Py_ssize_t size, out_size = 0;
+    static char *names[] = {"plan", "plan_keep", "launch", "size", "checks", "dry_run", "out_size", "record", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KOKnO|KnO", names, &plan, &plan_keep, &launch, &size, &checks,
+                                     &dry_run, &out_size, &record))
         return NULL;
     if (!plan || !launch || (record != Py_None && (!dry_run || !PyCallable_Check(record)))) {
         PyErr_SetString(PyExc_ValueError, "FlatLaunch: a null address, or a record without a dry run");
         return NULL;
     }
-    if (size < 0 || out_size < 0 || function_at < 0 || function_at + 8 > size || stream_at < 0 || stream_at + 8 > size
-            || grid_at < 0 || grid_at + 12 > size) {
-        PyErr_SetString(PyExc_ValueError, "FlatLaunch: the header lies outside the buffer");
+    if (size < HEADER_SIZE || out_size < 0) {
+        PyErr_SetString(PyExc_ValueError, "FlatLaunch: a buffer shorter than the launch header");
         return NULL;
     }
+    Py_ssize_t n = 0;
+    PyObject *capsule = checks_capsule(checks, size, &n);
+    if (!capsule) return NULL;
     allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
     FlatLaunch *self = (FlatLaunch *)alloc(type, 0);
-    if (!self) return NULL;
-    self->plan = (const void *)(uintptr_t)plan;
+    if (!self) { Py_DECREF(capsule); return NULL; }
+    self->plan = (const launcher_plan *)(uintptr_t)plan;
     self->launch = (launch_fn)(uintptr_t)launch;
     self->dry_run = (dry_run_fn)(uintptr_t)dry_run;
     self->plan_keep = Py_NewRef(plan_keep);
     self->record = record == Py_None ? NULL : Py_NewRef(record);
     self->size = size; self->out_size = out_size;
-    self->function_at = function_at; self->stream_at = stream_at; self->grid_at = grid_at;
-    check *cs = NULL;
-    Py_ssize_t n = 0, *count = PyMem_Malloc(sizeof(Py_ssize_t));
-    if (!count) { PyErr_NoMemory(); Py_DECREF(self); return NULL; }
-    int r = checks_build(checks, &cs, &n, size);
-    *count = n;
-    PyObject *capsule = cs ? PyCapsule_New(cs, CHECKS, checks_destroy) : NULL;
-    if (!capsule) {
-        for (Py_ssize_t i = 0; cs && i < n; i++) check_free(&cs[i]);
-        PyMem_Free(cs);
-        PyMem_Free(count);
-        Py_DECREF(self);
-        return NULL;
-    }
-    PyCapsule_SetContext(capsule, count);
-    if (r < 0) { Py_DECREF(capsule); Py_DECREF(self); return NULL; }
     self->checks = capsule;
     self->n = n;
     return (PyObject *)self;
@@ -982,8 +988,8 @@ static PyType_Slot fl_slots[] = {
     {Py_tp_clear, fl_clear},
     {Py_tp_dealloc, fl_dealloc},
     {Py_tp_methods, fl_methods},
-    {Py_tp_doc, "FlatLaunch(plan, plan_keep, launch, size, function_at, stream_at, grid_at, checks, dry_run=0, "
-                "out_size=0, record=None): one shape's pack and launch in C (launcher.cuda_launcher)."},
+    {Py_tp_doc, "FlatLaunch(plan, plan_keep, launch, size, checks, dry_run=0, out_size=0, record=None): "
+                "one shape's pack and launch in C (launcher.cuda_launcher)."},
     {0, NULL},
 };
 
@@ -1002,13 +1008,11 @@ static PyType_Spec fl_spec = {
  * costs less than a cache's key).  Everything else, an encoder failure included, goes to
  * `fallback` (the Python DescriptorEncoder), which checks, encodes and explains: this code
  * never raises about a descriptor, it only declines. */
-typedef int (*encode_fn)(char *out, const void *format, uint64_t address, const int64_t *dims);
-
 typedef struct {
     PyObject_HEAD
     PyObject *fallback;        /* desc -> values: the Python encoder */
     encode_fn encode;          /* launcher_encode_tensor_map, once armed */
-    const void *format[2];     /* by padding (zero, nan); NULL: not armed, the fallback encodes */
+    const launcher_tensor_map_format *format[2];  /* by padding (zero, nan); NULL: not armed, the fallback encodes */
     PyObject *keep[2];         /* what owns each format */
     Py_ssize_t ndim;
     int check_tf32;            /* the kernel's release reads round_f32_to_tf32: set, it declines */
@@ -1124,7 +1128,7 @@ static PyObject *de_arm(PyObject *op, PyObject *args) {
     self->keep[nan] = Py_NewRef(keep);
     Py_XDECREF(old);
     self->encode = (encode_fn)(uintptr_t)fn;
-    self->format[nan] = (const void *)(uintptr_t)fmt;
+    self->format[nan] = (const launcher_tensor_map_format *)(uintptr_t)fmt;
     Py_RETURN_NONE;
 }
 

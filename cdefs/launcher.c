@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the driver types we use (layouts as in cuda.h, CUDA 12/13) ---- */
+/* ---- the driver types we use (layouts as in cuda.h, CUDA 12/13; the enum values are in launcher.h) ---- */
 typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
@@ -23,16 +23,6 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUstream_st *CUstream;
 typedef uint64_t CUdeviceptr;
-
-enum {
-    CUDA_SUCCESS = 0,
-    CUDA_ERROR_INVALID_VALUE = 1,
-    CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
-    CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,
-    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
-    CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
-    CU_MEMORYTYPE_DEVICE = 2,
-};
 
 typedef union {
     char pad[64];

@@ -54,6 +54,54 @@ enum {
     LAUNCHER_PLAN_BAD_BLOCK = 8        /* block_x or cluster_x is zero */
 };
 
+/* The CUDA driver's numbers launcher uses (cuda.h's enums, CUDA 12/13), written here only:
+ * launcher.c uses some, Python reads the others as lib.NAME (tests/test_header_codes.py holds
+ * them to cuda.bindings' own).  Python asks cuda.bindings only for numbers not named here. */
+enum {
+    /* CUresult */
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_DEINITIALIZED = 4,          /* these three: a module unloaded at process teardown */
+    CUDA_ERROR_INVALID_CONTEXT = 201,
+    CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+    /* CUpointer_attribute and CUmemorytype (the pointer checks) */
+    CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+    CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,
+    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
+    CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
+    CU_MEMORYTYPE_DEVICE = 2,
+    /* CUfunction_attribute (a kernel's load) */
+    CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+    CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+    CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
+    CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+    CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
+    CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE = 17,  /* CUDA 13.1+ */
+    /* CUdevice_attribute */
+    CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+    CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK = 150,  /* CUDA 13.1+ */
+    /* CUfunc_cache */
+    CU_FUNC_CACHE_PREFER_SHARED = 1,
+    /* launch attribute values: CUclusterSchedulingPolicy, CUsharedMemoryMode (13.1+) */
+    CU_CLUSTER_SCHEDULING_POLICY_SPREAD = 1,
+    CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED = 3,
+    /* cuTensorMapEncodeTiled's enums: the data types Triton's device numbering maps to other
+     * numbers on the host, and the options Triton encodes with */
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8,
+    CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ = 10,
+    CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 = 11,
+    CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+    CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
+    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
+    CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1
+};
+
 /* Launch attributes the plan may carry (CUlaunchAttributeID values, CUDA 12/13). */
 enum {
     LAUNCHER_ATTR_COOPERATIVE = 2,
@@ -75,6 +123,41 @@ typedef struct {
 /* How one kernel is launched: its parameter layout and launch configuration.  Opaque: made
  * (and validated, once) by launcher_plan_new, freed by launcher_plan_free. */
 typedef struct launcher_plan launcher_plan;
+
+/* What launcher._call (cdefs/call.c) checks an argument for and how it packs it.  Python builds
+ * the checks once per shape (launcher/checks.py) as tuples whose first item is one of these;
+ * the C carries them out and declines, never explains, what does not pass. */
+enum {
+    LAUNCHER_CHECK_CONSTEXPR = 0, /* (kind, value, eq): that object, or with eq one of its class
+                                     that compares equal */
+    LAUNCHER_CHECK_POINTER = 1,   /* (kind, class, dtype, aligned, offset): a tensor of that class
+                                     and dtype (by identity), or an exact int address */
+    LAUNCHER_CHECK_INT = 2,       /* (kind, lo, hi, aligned, offset, code): an exact int in [lo, hi] */
+    LAUNCHER_CHECK_FLOAT = 3,     /* (kind, offset, code): an exact float; code F32 or F64 */
+    LAUNCHER_CHECK_BOOL = 4,      /* (kind, offset): True or False */
+    LAUNCHER_CHECK_TUPLE = 5,     /* (kind, (checks...)): an exact tuple of that length */
+    LAUNCHER_CHECK_CALL = 6,      /* (kind, fn, ((offset, code), ...)): fn(argument) -> the values */
+    LAUNCHER_CHECK_SKIP = 7,      /* (kind,): a constexpr the caller's key has decided */
+    LAUNCHER_CHECK_ADDRESS = 8    /* (kind, offset): an exact int address, or what data_ptr() gives */
+};
+
+/* The codes of the values those checks pack: Python's struct codes (the character), so that a
+ * parameter's struct code is its pack code; the float codes are the only floats the C packs
+ * (fp16 keeps struct's rounding, in Python). */
+enum {
+    LAUNCHER_PACK_BOOL = '?', /* one byte: a bool, or the int 0 or 1 */
+    LAUNCHER_PACK_I8 = 'b',
+    LAUNCHER_PACK_U8 = 'B',
+    LAUNCHER_PACK_I16 = 'h',
+    LAUNCHER_PACK_U16 = 'H',
+    LAUNCHER_PACK_I32 = 'i',
+    LAUNCHER_PACK_U32 = 'I',
+    LAUNCHER_PACK_I64 = 'q',
+    LAUNCHER_PACK_U64 = 'Q',
+    LAUNCHER_PACK_F32 = 'f',
+    LAUNCHER_PACK_F64 = 'd',
+    LAUNCHER_PACK_TENSORMAP = 'T' /* 128 bytes of a CUtensorMap (struct's "128s") */
+};
 
 /* Make a plan.  offsets/sizes/kinds: n_params entries each (the two scratch pointers
  * included); args_size: bytes of the packed buffer (header included); block_x: threads per

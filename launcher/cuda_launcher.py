@@ -31,6 +31,7 @@ import types
 
 from launcher import arguments, codegen, driver, errors, triton_adapter
 from launcher._call import FlatLaunch
+from launcher.checks import c_checks
 from launcher import spec as S
 from launcher.tensormap import TensorMap, decomposer, descriptor_encoder, tensormap_bytes
 
@@ -343,33 +344,6 @@ def clear_launcher_cache() -> None:
         _shapes.clear()
 
 
-def _flat_checks(args, params):
-    """The checks of launcher._call.FlatLaunch for `args` (a layout's Args; params: its Params),
-    or None where one has none (descriptors, tensor maps, fp16 scalars)."""
-    checks = []
-    for a in args:
-        slot = params[a.params[0]] if a.params else None
-        if a.kind == "constexpr":
-            checks.append(("skip",))
-        elif a.kind == "tuple":
-            items = _flat_checks(a.children, params)
-            if items is None:
-                return None
-            checks.append(("tuple", tuple(items)))
-        elif a.kind == "pointer":
-            checks.append(("address", slot.offset))
-        elif a.kind == "scalar" and a.type in S.BOOLS:
-            checks.append(("bool", slot.offset))
-        elif a.kind == "scalar" and a.type in S.INT_RANGES:
-            lo, hi = S.INT_RANGES[a.type]
-            checks.append(("int", lo, hi, False, slot.offset, slot.code))
-        elif a.kind == "scalar" and slot.code in S.C_FLOAT_CODES:
-            checks.append(("float", slot.offset, slot.code))
-        else:
-            return None
-    return tuple(checks)
-
-
 class _Shape:
     """What every launcher of one spec shape shares: the spec it was first made from (the shape's
     checks; names are the first kernel's), its native plan, its packer, the encoders of its
@@ -413,7 +387,7 @@ class _Shape:
         visit(layout.args, ())
         self.pack_all = pack_all = struct.Struct(layout.format).pack
         scratch = spec.global_scratch[0] or spec.profile_scratch[0]  # only then is the head packed apart
-        self.flat_checks = None if scratch else _flat_checks(layout.args, layout.params)
+        self.flat_checks = None if scratch else c_checks(layout)  # FlatLaunch's, made once per shape
         self.flat_launch = None  # made on first use (flat)
         self.namespace = {
             "pack_all": pack_all, "pack_head": struct.Struct(layout.format_before_scratch).pack if scratch else None,
@@ -436,8 +410,7 @@ class _Shape:
         dry = {} if record is None else {"dry_run": driver.entry_address("launcher_dry_run"),
                                           "out_size": self.out_size, "record": record}
         launch = FlatLaunch(driver.address(self.plan), self.plan, driver.entry_address("launcher_launch"),
-                            self.spec.layout.size, S.HEADER_FUNCTION_AT, S.HEADER_STREAM_AT,
-                            S.HEADER_GRID_AT, self.flat_checks, **dry).launch
+                            self.spec.layout.size, self.flat_checks, **dry).launch
         if record is None:
             self.flat_launch = launch
         return launch

@@ -27,7 +27,7 @@ launch may be called from several threads.
 The common calls, p() and p(*args) with positional arguments of the prepared kinds, are a C
 type's tp_call (cdefs/call.c, launcher._call): checked, packed and launched with no Python
 code between the call and the driver. Which tests it runs is decided here, once
-(PreparedLaunch._fast_setup, _fast_checks); whatever does not pass them, and every other call,
+(PreparedLaunch._fast_setup, launcher.checks.c_checks); whatever does not pass them, and every other call,
 goes through `launch`, which binds, checks and explains.
 """
 from __future__ import annotations
@@ -39,9 +39,10 @@ import struct
 from launcher import driver, triton_adapter as A
 from launcher import spec as S
 from launcher._call import FastCall
-from launcher.arguments import grid3, refuse_bool_stream
+from launcher.arguments import refuse_bool_stream
+from launcher.checks import Assumptions, c_checks
 from launcher.cuda_launcher import CudaLauncher
-from launcher.specialization import AssumptionCheck, AssumptionError, address_and_dtype, compiled_int_range
+from launcher.specialization import AssumptionCheck, AssumptionError
 
 __all__ = ["prepare", "PreparedLaunch", "AssumptionError"]
 
@@ -197,9 +198,10 @@ class PreparedLaunch(FastCall):
 
         p() launches the buffer bound at prepare time; p(*args) with len(args) the number of
         parameters (or that less the trailing constexprs, which keep their prepared values)
-        checks each argument (_fast_checks), packs it into a copy of `template` (the header's
-        function handle, zeros elsewhere) at its offset, writes the current stream and the grid
-        into the header and launches with the shape's plan; in a dry run it returns `split` of
+        checks each argument (launcher.checks.c_checks, with the prepared call's assumptions),
+        packs it into a copy of `template` (the header's function handle, zeros elsewhere) at its
+        offset, writes the current stream and the grid into the header (cdefs/launcher.h's
+        launcher_header) and launches with the shape's plan; in a dry run it returns `split` of
         the bytes the driver would receive."""
         spec, shape = self.spec, self._launcher._shape
         stream = self._stream  # Triton's getter bound to the device: called as it is, one call less
@@ -217,8 +219,8 @@ class PreparedLaunch(FastCall):
                 grid = None
         checks = None
         if not self._needs_general_path() and (grid is not None or self.grid_fn is not None):
-            checks = _fast_checks(spec.args, self.values, (), frozenset(spec.aligned), shape.encoders,
-                                  self._check.typed, spec.layout.params)
+            checks = c_checks(spec.layout, Assumptions(self.values, frozenset(spec.aligned), self._check.typed,
+                                                       shape.encoders))
         n_min = len(self.params)
         while n_min and spec.args[n_min - 1].kind == "constexpr":  # trailing constexprs may be left out
             n_min -= 1
@@ -233,8 +235,7 @@ class PreparedLaunch(FastCall):
             "bound_keep": bound, "bound_buf": bound[1] if bound is not None else None,
             "plan": driver.address(shape.plan), "plan_keep": shape.plan,
             "launch": driver.entry_address("launcher_launch"), "dry_run": driver.entry_address("launcher_dry_run"),
-            "template": bytes(template), "stream_at": S.HEADER_STREAM_AT,
-            "grid_at": S.HEADER_GRID_AT, "out_size": shape.out_size,
+            "template": bytes(template), "out_size": shape.out_size,
             "grid": grid, "grid_fn": self.grid_fn, "names": tuple(p.name for p in self.params),
             "checks": checks, "n_min": n_min, "trailing": tuple(self.values[n_min:]),
             "split": shape.split_bytes if self._dry_run else None,
@@ -259,14 +260,17 @@ class PreparedLaunch(FastCall):
         if any(kind == "autotune" and (choice[0] is not None or choice[1].pre_hook is not None)
                for kind, _, choice in self.layers):
             return True
-        return False  # per argument: _fast_checks
+        return False  # per argument: launcher.checks.c_checks
 
     def _grid(self, values, grid):
         if grid is None:
             return self.grid
         if callable(grid):
             grid = grid({p.name: v for p, v in zip(self.params, values)})
-        return grid3(grid, self.spec.kernel)
+        if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+            raise TypeError(f"kernel {self.spec.kernel!r}: the grid must be a tuple of 1 to 3 ints "
+                            f"(or a callable returning one), got {grid!r}")
+        return (tuple(grid) + (1, 1))[:3]
 
     def _values_for(self, args, kwargs) -> tuple:
         if not args and not kwargs:
@@ -338,80 +342,3 @@ class _ClosedLaunch(PreparedLaunch):
                          "prepare the kernel again")
 
     __call__ = launch = _closed
-
-
-# ---- what the C call (cdefs/call.c) checks and packs ----
-def _fast_checks(args, values, prefix, aligned, encoders, typed, params) -> tuple | None:
-    """The check of each of `args` (spec Args at `prefix`) prepared with `values`, as
-    launcher._call.FastCall._fast_set takes them, or None where one has no test in C (tensor
-    maps, arrays, addresses, fp16 scalars): every new call then goes through `launch`. aligned:
-    the argument paths the kernel assumed divisible by 16; encoders: the launcher's, by argument
-    path (host tensor descriptors); typed: the parameters typed by their annotations
-    (AssumptionCheck.typed); params: the layout's Params (where each value is packed, and how).
-
-    A check is one of ("constexpr", value, eq) (the same object, or with eq one of the same class
-    that compares equal: ints, floats, bools, strings, None; == says (1, 2) is (1.0, 2.0), so
-    other values must be the prepared object), ("pointer", class, dtype, aligned, offset) (a
-    tensor of the prepared class and dtype, or an int address), ("int", lo, hi, aligned,
-    offset, code) (an int, not a bool), ("float", offset, code), ("bool", offset), ("tuple",
-    checks) or ("call", function, ((offset, code), ...)) (function(argument) -> the values
-    packed, or None; code "?" is a bool slot: a bool or the int 0 or 1)."""
-    checks = []
-    for i, (arg, value) in enumerate(zip(args, values)):
-        path = prefix + (i,)
-        slot = params[arg.params[0]] if arg.params else None
-        if arg.kind == "constexpr":
-            checks.append(("constexpr", value, value is None or value.__class__ in (int, float, bool, str)))
-        elif arg.kind == "tuple":  # prepared with a tuple of its length: its items, in turn
-            if value.__class__ is not tuple or len(value) != len(arg.children):
-                return None
-            items = _fast_checks(arg.children, value, path, aligned, encoders, typed, params)
-            if items is None:
-                return None
-            checks.append(("tuple", items))
-        elif arg.kind == "tensordesc":  # what the kernel assumed of it: its dtype and block shape
-            base, block = getattr(value, "base", None), getattr(value, "block_shape", None)
-            if block is None or not hasattr(base, "dtype") or not callable(getattr(base, "data_ptr", None)):
-                return None
-            slots = tuple((params[j].offset, "?" if params[j].type in S.BOOLS else params[j].code)
-                          for j in arg.params)  # "?": a bool, or the int 0 or 1
-            checks.append(("call", _descriptor_values(value.__class__, base.__class__, base.dtype, tuple(block),
-                                                      arg.desc.ndim, encoders[path]), slots))
-        elif arg.kind == "pointer":
-            if value.__class__ is int or value is None:
-                return None  # prepared with an address: the general path checks new ones
-            try:
-                found = address_and_dtype(value)
-            except TypeError:
-                found = None
-            if found is None or not hasattr(value, "dtype") or not callable(getattr(value, "data_ptr", None)):
-                return None  # __cuda_array_interface__ objects: the general path converts them
-            checks.append(("pointer", value.__class__, value.dtype, path in aligned, slot.offset))
-        elif arg.type in S.INT_RANGES and arg.type not in S.BOOLS:
-            lo, hi = compiled_int_range(arg.type, path[0] in typed)
-            checks.append(("int", lo, hi, path in aligned, slot.offset, slot.code))
-        elif arg.type in S.BOOLS:
-            checks.append(("bool", slot.offset))
-        elif arg.type in S.FLOATS and slot.code in S.C_FLOAT_CODES:
-            checks.append(("float", slot.offset, slot.code))
-        else:
-            return None
-    return tuple(checks)
-
-
-def _descriptor_values(cls, base_cls, dtype, block, ndim, encoder):
-    """The values a host descriptor of the prepared class, base class, dtype, block shape and
-    rank packs (its encoder's), or None for any other (the general path names what differs)."""
-    as_list = list(block)
-
-    def values(d):
-        if d.__class__ is not cls:
-            return None
-        base = d.base
-        if base.__class__ is not base_cls or base.dtype is not dtype or (d.block_shape != as_list and d.block_shape != block):
-            return None
-        if len(d.shape) != ndim or len(d.strides) != ndim:
-            return None
-        return tuple(encoder(d))
-
-    return values

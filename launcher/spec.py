@@ -58,21 +58,41 @@ BOOLS = ("i1", "u1")
 
 
 
-def _native_facts():
-    """What the native library's header says (cdefs/launcher.h), read from ffi: the struct
-    format of the launch header that precedes the parameters in the packed buffer, its size,
-    where the function handle, the stream and the grid sit in it, and the kernel parameter space."""
+class HeaderFacts(NamedTuple):
+    """What the native library's header (cdefs/launcher.h) says about a packed buffer."""
+
+    format: str  # struct format of the launch header that precedes the parameters (no "<")
+    size: int  # its bytes
+    function_at: int  # where the function handle, the stream and the grid sit in it
+    stream_at: int
+    grid_at: int
+    max_param_bytes: int  # the kernel parameter space
+
+
+@functools.lru_cache(maxsize=None)
+def header_facts() -> HeaderFacts:
+    """The header's facts, read from ffi on first use (importing this module loads nothing
+    native); HEADER_FORMAT, HEADER_SIZE, HEADER_FUNCTION_AT, HEADER_STREAM_AT, HEADER_GRID_AT and
+    MAX_PARAM_BYTES are these, as module attributes."""
     from launcher import driver
 
     ffi, lib = driver.native()
     fmt = driver.struct_format("launcher_header")[1:]
     at = [ffi.offsetof("launcher_header", f) for f in ("function", "stream", "grid_x")]
-    return fmt, ffi.sizeof("launcher_header"), *at, lib.LAUNCHER_MAX_PARAM_BYTES
+    return HeaderFacts(fmt, ffi.sizeof("launcher_header"), *at, lib.LAUNCHER_MAX_PARAM_BYTES)
 
 
-HEADER_FORMAT, HEADER_SIZE, HEADER_FUNCTION_AT, HEADER_STREAM_AT, HEADER_GRID_AT, MAX_PARAM_BYTES = _native_facts()
-# The struct codes of the floats call.c's float check packs itself (fp16, "e", keeps struct's rounding)
-C_FLOAT_CODES = ("f", "d")
+_HEADER_ATTRIBUTES = {"HEADER_FORMAT": "format", "HEADER_SIZE": "size", "HEADER_FUNCTION_AT": "function_at",
+                      "HEADER_STREAM_AT": "stream_at", "HEADER_GRID_AT": "grid_at", "MAX_PARAM_BYTES": "max_param_bytes"}
+
+
+def __getattr__(name):  # PEP 562: the header's facts, read when first asked for, then plain globals
+    field = _HEADER_ATTRIBUTES.get(name)
+    if field is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(header_facts(), field)
+    return value
+
 
 GLOBAL_SCRATCH, PROFILE_SCRATCH = "<global scratch>", "<profile scratch>"
 
@@ -230,7 +250,8 @@ class _Planner:
     """Assigns each parameter its offset, with natural alignment, as the arguments are walked."""
 
     def __init__(self, metas, tf32_flag):
-        self.params, self.fmt, self.offset = [], ["<", HEADER_FORMAT], HEADER_SIZE
+        header = header_facts()
+        self.params, self.fmt, self.offset = [], ["<", header.format], header.size
         self.metas, self.tf32_flag, self.desc_index = metas, tf32_flag, 0
 
     def add(self, path, suffix, ty) -> int:
@@ -586,8 +607,10 @@ def _spec_from_json(data) -> LaunchSpec:
         raise SpecError(f"{where}.args: {e}") from None
     except (TypeError, ValueError, struct.error) as e:
         raise SpecError(f"{where}.args: {e}") from None
-    if layout.size - HEADER_SIZE > MAX_PARAM_BYTES:
-        raise SpecError(f"{where}: the parameters take {layout.size - HEADER_SIZE} bytes; CUDA allows at most {MAX_PARAM_BYTES}")
+    header = header_facts()
+    if layout.size - header.size > header.max_param_bytes:
+        raise SpecError(f"{where}: the parameters take {layout.size - header.size} bytes; CUDA allows at most "
+                        f"{header.max_param_bytes}")
     spec_names = tuple(names)
     recorded = _field(data, "params", list, where)
     if len(recorded) != len(layout.params):

@@ -17,11 +17,9 @@ from hypothesis import strategies as st
 import fuzz_signatures as F
 from launcher import CudaLauncher, driver
 from launcher._call import FlatLaunch
-from launcher.spec import HEADER_FORMAT, HEADER_FUNCTION_AT, HEADER_GRID_AT, HEADER_STREAM_AT
+from launcher.spec import HEADER_FORMAT, HEADER_SIZE
 
 FUZZ = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-# (function_at, stream_at, grid_at): where the header's fields lie (cdefs/launcher.h), as the launcher reads them
-HEADER_AT = (HEADER_FUNCTION_AT, HEADER_STREAM_AT, HEADER_GRID_AT)
 GRIDS = st.tuples(st.integers(1, 2**31 - 1), st.integers(1, 4), st.integers(1, 4))
 
 
@@ -149,7 +147,7 @@ def test_a_driver_refusal_returns_the_status_and_the_packed_bytes():
         return 701
 
     flat = FlatLaunch(driver.address(shape.plan), shape.plan, driver.address(refuse), shape.spec.layout.size,
-                      *HEADER_AT, shape.flat_checks).launch
+                      shape.flat_checks).launch
     status, packed = flat(0xF0, 0x5EA, (3, 2), 0x1000, -5, 0.5)
     assert status == 701 and packed == seen[0]
     assert struct.unpack_from("<" + HEADER_FORMAT, packed)[:5] == (0xF0, 0x5EA, 3, 2, 1)
@@ -158,19 +156,25 @@ def test_a_driver_refusal_returns_the_status_and_the_packed_bytes():
 
 
 def test_malformed_checks_are_refused_when_made():
+    lib = driver.native()[1]
     kernel = F.Kernel("k", ("x",), ("x",), ("*fp32",), "ast")
     shape = CudaLauncher(kernel.src(), kernel.metadata())._shape
     size = shape.spec.layout.size
-    base = (driver.address(shape.plan), shape.plan, driver.entry_address("launcher_launch"), size, *HEADER_AT)
-    for checks, exc in (((("address", size),), ValueError), ((("skip", 1),), ValueError),
-                        ((("nope",),), ValueError), ([("skip",)], TypeError),
-                        (((("int", 0, 1, False, 0, "x"),)), ValueError)):
+    base = (driver.address(shape.plan), shape.plan, driver.entry_address("launcher_launch"), size)
+    skip, address, int_ = lib.LAUNCHER_CHECK_SKIP, lib.LAUNCHER_CHECK_ADDRESS, lib.LAUNCHER_CHECK_INT
+    for checks, exc in ((((address, size),), ValueError),  # outside the buffer
+                        (((address, 0),), ValueError),  # over the launch header
+                        (((skip, 1),), ValueError), (((99,),), ValueError), ((("skip",),), TypeError),
+                        ([(skip,)], TypeError),
+                        (((int_, 0, 1, False, HEADER_SIZE, ord("x")),), ValueError),  # no such pack code
+                        (((int_, 0, 1, False, HEADER_SIZE, lib.LAUNCHER_PACK_F32),), ValueError),
+                        (((lib.LAUNCHER_CHECK_FLOAT, HEADER_SIZE, ord("e")),), ValueError)):  # fp16: not in C
         with pytest.raises(exc):
             FlatLaunch(*base, checks)
     with pytest.raises(ValueError):
-        FlatLaunch(*base[:4], size, *HEADER_AT[1:], (("skip",),))  # the function handle outside the buffer
+        FlatLaunch(*base[:3], HEADER_SIZE - 1, ((skip,),))  # shorter than the launch header
     with pytest.raises(ValueError):
-        FlatLaunch(*base, (("skip",),), record=print)  # a record without a dry run
+        FlatLaunch(*base, ((skip,),), record=print)  # a record without a dry run
 
 
 def test_the_c_call_holds_no_reference_it_does_not_own():

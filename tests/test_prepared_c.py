@@ -39,20 +39,32 @@ def test_a_prepared_launch_is_a_fast_call_with_its_c_path_set():
     assert p._fast_ready() == (False, True)
 
 
+def _lib():
+    from launcher import driver
+
+    return driver.native()[1]
+
+
+L = _lib()
+POINTER, INT, FLOAT, TUPLE = L.LAUNCHER_CHECK_POINTER, L.LAUNCHER_CHECK_INT, L.LAUNCHER_CHECK_FLOAT, L.LAUNCHER_CHECK_TUPLE
+
+
 @pytest.mark.parametrize("change, error", [
-    ({"template": b"\0" * 8}, ValueError),  # the stream and grid lie outside it
-    ({"stream_at": -1}, ValueError),
+    ({"template": b"\0" * 8}, ValueError),  # shorter than the launch header
     ({"grid": (1, 2)}, TypeError),
     ({"grid": (1 << 40, 1, 1)}, OverflowError),
     ({"n_min": 9}, ValueError),
     ({"trailing": ()}, ValueError),
     ({"names": ("x",)}, ValueError),
     ({"plan": 0}, ValueError),
-    ({"checks": (("pointer", FakeTensor, tl.float32, True, 1 << 20),)}, ValueError),  # outside the buffer
-    ({"checks": (("no such kind",),)}, ValueError),
-    ({"checks": (("int", 0, 1, False, 48, "x"),)}, ValueError),
+    ({"checks": ((POINTER, FakeTensor, tl.float32, True, 1 << 20),)}, ValueError),  # outside the buffer
+    ({"checks": ((POINTER, FakeTensor, tl.float32, True, 8),)}, ValueError),  # over the launch header
+    ({"checks": ((99,),)}, ValueError),  # no such kind
+    ({"checks": (("pointer",),)}, TypeError),  # kinds are the header's numbers
+    ({"checks": ((INT, 0, 1, False, 48, ord("x")),)}, ValueError),
+    ({"checks": ((INT, 0, 1, False, 48, "i"),)}, TypeError),  # codes too
     ({"checks": ("not a tuple",)}, TypeError),
-    ({"checks": (("tuple", (("float", 48, "e"),)),)}, ValueError),
+    ({"checks": ((TUPLE, ((FLOAT, 48, ord("e")),)),)}, ValueError),
     ({"stream_args": [1]}, TypeError),
 ])
 def test_a_malformed_configuration_is_refused_and_leaves_only_the_general_path(change, error):
