@@ -89,7 +89,7 @@ enum {
     CU_FUNC_CACHE_PREFER_SHARED = 1,
     /* launch attribute values: CUclusterSchedulingPolicy, CUsharedMemoryMode (13.1+) */
     CU_CLUSTER_SCHEDULING_POLICY_SPREAD = 1,
-    CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED = 3,
+    CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED_SHARED_MEMORY = 3,
     /* cuTensorMapEncodeTiled's enums: the data types Triton's device numbering maps to other
      * numbers on the host, and the options Triton encodes with */
     CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8,

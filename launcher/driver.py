@@ -61,6 +61,37 @@ def native():
     return _native.ffi, _native.lib
 
 
+def number(name: str) -> int:
+    """A CUDA enum value the native header names (cdefs/launcher.h: CU_*, CUDA_ERROR_*): the one
+    home of every driver number launcher uses; cuda.bindings is asked only for others."""
+    return getattr(native()[1], name)
+
+
+def _header_numbers(prefix: str) -> dict:
+    """{name without `prefix`: number} of the header's enums whose names start with `prefix`."""
+    lib = native()[1]
+    return {n[len(prefix):]: getattr(lib, n) for n in dir(lib) if n.startswith(prefix)}
+
+
+@functools.lru_cache(maxsize=None)
+def _teardown() -> frozenset:
+    """cuModuleUnload's results for a context already gone (process teardown): not errors."""
+    return frozenset(number(n) for n in ("CUDA_ERROR_DEINITIALIZED", "CUDA_ERROR_INVALID_CONTEXT",
+                                         "CUDA_ERROR_CONTEXT_IS_DESTROYED"))
+
+
+def __getattr__(name):  # PEP 562: the header's numbers under the names callers and tests know
+    if name == "FUNCTION_ATTRIBUTES":
+        return _header_numbers("CU_FUNC_ATTRIBUTE_")
+    if name == "DEVICE_ATTRIBUTES":
+        return _header_numbers("CU_DEVICE_ATTRIBUTE_")
+    if name == "CU_FUNC_CACHE_PREFER_SHARED":
+        return number(name)
+    if name == "_TEARDOWN":
+        return _teardown()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # ---- errors: one translator for both roads ----
 def _error_names(code: int):
     """(CUDA_ERROR_* name, description) of a CUresult, from the driver; (None, None) without one."""
@@ -339,7 +370,7 @@ def device_attribute(device: int, name) -> int:
     """cuDeviceGetAttribute of device ordinal `device`; `name` without the
     CU_DEVICE_ATTRIBUTE_ prefix (e.g. "WARP_SIZE"), or an int for an attribute the installed
     bindings do not name yet."""
-    attr = _attribute_number(name, DEVICE_ATTRIBUTES, "CUdevice_attribute", "CU_DEVICE_ATTRIBUTE_")
+    attr = _attribute_number(name, "CUdevice_attribute", "CU_DEVICE_ATTRIBUTE_")
     return _out_call("int *", "launcher_device_get_attribute", int(device), attr,
                      context=f"cuDeviceGetAttribute({name}) of device {device}")
 
@@ -367,26 +398,17 @@ def set_current_device(device: int) -> None:
     check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
 
-# The attributes a kernel's load asks for, by number (cuda.h's CUfunction_attribute and
-# CUdevice_attribute), so that the load goes through the native library and never imports
-# cuda.bindings; tests/test_driver_numbers.py checks them against cuda.bindings. Other names are
-# looked up in cuda.bindings.
-FUNCTION_ATTRIBUTES = {"MAX_THREADS_PER_BLOCK": 0, "SHARED_SIZE_BYTES": 1, "LOCAL_SIZE_BYTES": 3, "NUM_REGS": 4,
-                       "MAX_DYNAMIC_SHARED_SIZE_BYTES": 8, "NON_PORTABLE_CLUSTER_SIZE_ALLOWED": 14}
-DEVICE_ATTRIBUTES = {"WARP_SIZE": 10, "MULTIPROCESSOR_COUNT": 16, "COMPUTE_CAPABILITY_MAJOR": 75,
-                     "COMPUTE_CAPABILITY_MINOR": 76, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 97}
-CU_FUNC_CACHE_PREFER_SHARED = 1
-# cuModuleUnload's results for a context already gone (process teardown): not errors.
-_TEARDOWN = frozenset({4, 201, 709})  # DEINITIALIZED, INVALID_CONTEXT, CONTEXT_IS_DESTROYED
-
-
-def _attribute_number(name, table: dict, enum_name: str, prefix: str) -> int:
+# The attributes a kernel's load asks for are named in the native header (cdefs/launcher.h:
+# CU_FUNC_ATTRIBUTE_*, CU_DEVICE_ATTRIBUTE_*), so that the load goes through the native library
+# and never imports cuda.bindings; tests/test_header_codes.py holds them to cuda.bindings. Other
+# names are looked up in cuda.bindings.
+def _attribute_number(name, enum_name: str, prefix: str) -> int:
     if isinstance(name, int):
         return name
-    number = table.get(name)
-    if number is None:
-        number = int(getattr(getattr(_bindings(init=False), enum_name), prefix + name))
-    return number
+    value = getattr(native()[1], prefix + name, None)
+    if value is None:
+        value = int(getattr(getattr(_bindings(init=False), enum_name), prefix + name))
+    return value
 
 
 def _out_call(ctype: str, entry: str, *args, context: str):
@@ -408,7 +430,7 @@ def unload_module(module: int, context: str = "cuModuleUnload") -> None:
     """Unload a module. An unload can only fail for a context already destroyed (process
     teardown), which is not an error."""
     status = native()[1].launcher_module_unload(int(module))
-    if status and status not in _TEARDOWN:
+    if status and status not in _teardown():
         raise error(status, context)
 
 
@@ -419,7 +441,7 @@ def module_function(module: int, name: str) -> int:
 
 def function_attribute(function: int, name) -> int:
     """cuFuncGetAttribute; `name` without the CU_FUNC_ATTRIBUTE_ prefix, or a raw value."""
-    attr = _attribute_number(name, FUNCTION_ATTRIBUTES, "CUfunction_attribute", "CU_FUNC_ATTRIBUTE_")
+    attr = _attribute_number(name, "CUfunction_attribute", "CU_FUNC_ATTRIBUTE_")
     return _out_call("int *", "launcher_function_get_attribute", int(function), attr,
                      context=f"cuFuncGetAttribute({name})")
 
@@ -429,7 +451,7 @@ def set_function_attribute(function: int, name, value: int, context: str = "", *
     required=False: return False instead of raising when the driver (or the installed
     bindings) does not support it."""
     try:
-        attr = _attribute_number(name, FUNCTION_ATTRIBUTES, "CUfunction_attribute", "CU_FUNC_ATTRIBUTE_")
+        attr = _attribute_number(name, "CUfunction_attribute", "CU_FUNC_ATTRIBUTE_")
     except (ValueError, AttributeError):
         if required:
             raise
@@ -443,7 +465,8 @@ def set_function_attribute(function: int, name, value: int, context: str = "", *
 
 
 def prefer_shared_memory(function: int) -> None:
-    status = native()[1].launcher_function_set_cache_config(int(function), CU_FUNC_CACHE_PREFER_SHARED)
+    lib = native()[1]
+    status = lib.launcher_function_set_cache_config(int(function), lib.CU_FUNC_CACHE_PREFER_SHARED)
     if status:
         raise error(status, "cuFuncSetCacheConfig")
 

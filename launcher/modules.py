@@ -22,9 +22,7 @@ from launcher import driver
 
 DEFAULT_CAPACITY = 256
 _SMALL_SHARED = 49152  # bytes of shared memory a kernel gets without opting in
-_ALLOW_OVERSIZED = 3  # CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED (CUDA 13.1+)
-_SHARED_MEMORY_MODE = 17  # CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE, by number: older bindings lack the name
-_MAX_OVERSIZED_SHARED = 150  # CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK, likewise
+# The CUDA 13.1+ numbers below (older bindings lack their names) are cdefs/launcher.h's, read by driver.
 
 
 def _default_capacity() -> int:
@@ -39,7 +37,7 @@ def max_shared_memory(device: int, *, oversized: bool) -> int:
     """Shared memory a block may use on `device`: the opt-in maximum, or on sm_107 the oversized
     maximum where the kernel's Triton release counts it (3.8+: `oversized`)."""
     if oversized and driver.device_capability(device) == (10, 7):
-        return driver.device_attribute(device, _MAX_OVERSIZED_SHARED)
+        return driver.device_attribute(device, "MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK")
     return driver.device_attribute(device, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
 
 
@@ -253,8 +251,8 @@ class ModuleCache:
     @staticmethod
     def _allow_large_shared(fn, optin, name, oversized_shared):
         """Give the function the device's opt-in maximum of dynamic shared memory, as Triton does."""
-        if oversized_shared and driver.set_function_attribute(fn, _SHARED_MEMORY_MODE, _ALLOW_OVERSIZED,
-                                                              required=False):
+        oversized = driver.number("CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED_SHARED_MEMORY")
+        if oversized_shared and driver.set_function_attribute(fn, "SHARED_MEMORY_MODE", oversized, required=False):
             return  # newer drivers: the kernel may use oversized shared memory (Triton 3.8+ tries this first)
         driver.prefer_shared_memory(fn)
         static = driver.function_attribute(fn, "SHARED_SIZE_BYTES")

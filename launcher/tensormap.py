@@ -12,19 +12,33 @@ the common descriptor is encoded there in one C call, the rest comes here.
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 from launcher import driver
 
-# The TMA dtype enum values are slightly different on host vs device (Triton's driver.py).
-TMA_DTYPE_DEVICE_TO_HOST = {i: i for i in range(16)}
-TMA_DTYPE_DEVICE_TO_HOST.update({8: 10, 9: 8, 10: 9})
-TMA_TF32 = 11
-# cuTensorMapEncodeTiled's enums, as Triton uses them.
-_INTERLEAVE_NONE, _L2_PROMOTION_128B = 0, 2
-_OOB_FILL_NONE, _OOB_FILL_NAN = 0, 1
 _BIT21_DRIVERS = 13010  # drivers up to 13.1 get the CUTLASS workaround
 _BIT21_EXTENT = 128 * 1024  # ... for tensors whose last byte lies below 128 KiB
+
+
+@functools.lru_cache(maxsize=None)
+def _device_to_host() -> dict:
+    """Triton's TMA element types as the compiler numbers them (PTX's, in tensordesc_meta) -> the
+    host's CUtensorMapDataType (cdefs/launcher.h's numbers): the same but for three (Triton's
+    driver.py)."""
+    n = driver.number
+    table = {i: i for i in range(16)}
+    table.update({8: n("CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ"), 9: n("CU_TENSOR_MAP_DATA_TYPE_FLOAT64"),
+                  10: n("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16")})
+    return table
+
+
+def __getattr__(name):  # PEP 562: the header's numbers, read on first use (importing this loads nothing native)
+    if name == "TMA_DTYPE_DEVICE_TO_HOST":
+        return _device_to_host()
+    if name == "TMA_TF32":
+        return driver.number("CU_TENSOR_MAP_DATA_TYPE_TFLOAT32")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class TensorMap:
@@ -106,8 +120,10 @@ def _encode_with(encode, address, shape, strides, swizzle, elem_size, elem_type,
 def _map_encoder(swizzle, elem_size, elem_type, box, padding, bit21_below):
     """driver.tensor_map_encoder with Triton's conventions: `box` innermost first (as the driver
     takes it), element strides 1, 128-byte L2 promotion, NaN fill for NaN padding."""
-    return driver.tensor_map_encoder(elem_type, box, elem_size, _INTERLEAVE_NONE, swizzle, _L2_PROMOTION_128B,
-                                     _OOB_FILL_NAN if padding else _OOB_FILL_NONE, bit21_below)
+    n = driver.number
+    fill = n("CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA" if padding else "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE")
+    return driver.tensor_map_encoder(elem_type, box, elem_size, n("CU_TENSOR_MAP_INTERLEAVE_NONE"), swizzle,
+                                     n("CU_TENSOR_MAP_L2_PROMOTION_L2_128B"), fill, bit21_below)
 
 
 def _encode(address, swizzle, elem_size, elem_type, box, shape, strides, padding, clear_bit21) -> TensorMap:
@@ -165,7 +181,7 @@ class DescriptorEncoder:
             raise ValueError(f"the last stride of a TMA tensor descriptor must be 1, got strides {list(strides)}")
         if self.fp4_padded:
             shape = shape[:-1] + (shape[-1] * 2,)
-        elem_type = TMA_TF32 if tf32 else TMA_DTYPE_DEVICE_TO_HOST[self.elem_type]
+        elem_type = driver.number("CU_TENSOR_MAP_DATA_TYPE_TFLOAT32") if tf32 else _device_to_host()[self.elem_type]
         encode = self._encoders.get((nan, tf32))
         if encode is None:  # the driver's version decides the bit-21 workaround: asked here, not on the CPU tests' path
             encode = self._encoders[nan, tf32] = _map_encoder(self.swizzle, self.elem_size, elem_type, self.box, nan,
