@@ -375,3 +375,33 @@ def test_a_shared_declaration_is_read_without_a_backtracking_pattern():
     assert _shared_symbol(".shared .align 16 .b8 global_smem[];") == "global_smem"
     assert _shared_symbol(".shared .b32 x[4][2] = {1, 2}") == "x"
     assert _shared_symbol(".shared .b8") is None and _shared_symbol(".shared .b8 " + "a" * 8000 + "!") is None
+
+
+def test_stage_arithmetic_that_cancels_stays_relational():
+    # Triton 3.6, sm_90, the warp-specialized persistent matmul of tutorial 09 (128x128 tiles): the loader moves
+    # a base by stage * 16376 for one TMA load, then takes the same product off again (mad with -16376) for the
+    # next. Interval arithmetic on the loop-carried stage loses that the two cancel, and the second load seemed to
+    # reach the state bytes Triton writes above the buffers (a false WAW error).
+    body = """
+	mov.b32 	%r290, global_smem;
+	mov.b32 	%r284, 0;
+	st.shared.v2.b32 	[global_smem+164320], {0, 16843009};
+$L__BB0_2:
+	mad.lo.s32 	%r277, %r284, 16376, %r290;
+	mad.lo.s32 	%r292, %r284, -16376, %r277;
+	add.s32 	%r281, %r292, 98304;
+	add.s32 	%r280, %r290, 164128;
+	mbarrier.arrive.expect_tx.shared.b64 _, [%r280], 8192;
+	@%p31 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r281], [%rd43, {%r1, %r2}], [%r280];
+	add.s32 	%r284, %r284, 1;
+	@%p1 bra 	$L__BB0_2;
+	ret;
+"""
+    function = parse_ptx(kernel(body)).functions[0]
+    blocks = function_blocks(function, {"global_smem"})
+    (load,) = [e for b in blocks for e in b.events if not isinstance(e, Fence) and e.kind is AccessKind.ASYNC_WRITE]
+    assert (load.region.lo, load.region.hi) == (98304, 98304 + 8192)
+    assert check_ptx(kernel(body)) == []
+    # without the cancelling mad the stage grows without bound: the load may reach the store
+    uncancelled = body.replace("mad.lo.s32 \t%r292, %r284, -16376, %r277;", "mov.b32 \t%r292, %r277;")
+    assert [f.severity for f in check_ptx(kernel(uncancelled))] == ["unknown"]

@@ -974,6 +974,7 @@ class AddressAnalysis:
                 for dest in dests:
                     defs.setdefault(dest, []).append(index)
         self.values: dict[tuple, object] = {}  # (index, register) or ("all", register) -> value
+        self._forms: dict[int, tuple | None] = {}  # instruction index -> its linear form (see _linear)
         self._source_cache: dict[tuple, tuple] = {}
         if roots is None:
             roots = [(index, operand) for index, instr in enumerate(instructions)
@@ -1062,11 +1063,13 @@ class AddressAnalysis:
             if index not in inputs:
                 reads = [self._input(index, o) for o in instructions[index].operands[1:]]
                 inputs[index] = reads
-            for kind, payload in inputs[index]:
-                if kind != "value":
-                    for source in payload:
-                        dependents.setdefault(source, []).append(key)
-                        stack.append(source)
+            sources = [source for kind, payload in inputs[index] if kind != "value" for source in payload]
+            form = self._linear(index)
+            if form is not None:
+                sources += [source for keys in form[0] if isinstance(keys, tuple) for source in keys]
+            for source in sources:
+                dependents.setdefault(source, []).append(key)
+                stack.append(source)
         changes: dict[tuple, int] = {}
         worklist = sorted(nodes, key=lambda k: -1 if k[0] == "all" else k[0], reverse=True)
         queued = set(worklist)
@@ -1110,7 +1113,100 @@ class AddressAnalysis:
         refined = None
         if instr.base == "selp" and len(ops) >= 3:
             refined = self._refine_select(index, instr.operands[1:], ops)
-        return _evaluate(instr, ops, refined)
+        value = _evaluate(instr, ops, refined)
+        form = self._linear(index)
+        if form is None or not form[2]:
+            return value
+        relational = self._form_value(form)
+        return value if relational is None or isinstance(relational, Unknown) else _meet(value, relational)
+
+    # -- relations: sums of the same registers cancel ----------------------------------------------
+
+    _FORM_DEPTH = 12
+    _FORM_TERMS = 8
+
+    def _linear(self, index: int, depth: int = 0):
+        """The value instruction ``index`` defines as ``(terms, constant, expanded)``: constant + the sum of
+        coefficient x atom, where an atom is how one register is read (its ``_sources`` keys), or None when
+        the instruction is not integer add/sub/mul/shl/mad/mov. Definitions earlier in the same block are
+        expanded, so that ``x*c + y - x*c`` is ``y``: each expansion stays in one basic block, where the same
+        keys mean the same run-time value. ``expanded`` says whether some definition was expanded."""
+        cache = self._forms
+        if index in cache:
+            return cache[index]
+        cache[index] = None  # a cycle (impossible within a block, but cheap to guard) is not linear
+        instr = self.function.instructions[index]
+        base, parts = instr.base, instr.parts
+        form = None
+        if len(self.dests.get(index, ())) == 1 and base in _LINEAR_BASES and "hi" not in parts and not any(
+                p.startswith(_FLOAT_PARTS) for p in parts[1:]) and instr.predicate is None:
+            operands = instr.operands[1:]
+            terms = [self._operand_form(index, o, depth) for o in operands]
+            if base in ("mov", "cvt") and len(terms) == 1:
+                form = terms[0]
+            elif base == "add" and len(terms) == 2:
+                form = _form_sum(terms[0], terms[1], 1)
+            elif base == "sub" and len(terms) == 2:
+                form = _form_sum(terms[0], terms[1], -1)
+            elif base in ("mul", "shl", "mad") and len(terms) >= 2:
+                factor = _constant(operands[1])
+                if base == "shl":
+                    scaled = terms[0] if factor is not None and 0 <= factor < 32 else None
+                    factor = 1 << factor if scaled is not None else None
+                elif factor is not None:
+                    scaled = terms[0]
+                else:
+                    factor, scaled = _constant(operands[0]), terms[1]
+                if factor is not None and scaled is not None:
+                    form = _form_sum(None, scaled, factor)
+                    if base == "mad":
+                        form = _form_sum(form, terms[2], 1) if len(terms) == 3 else None
+        if form is not None and len(form[0]) > self._FORM_TERMS:
+            form = None
+        cache[index] = form
+        return form
+
+    def _operand_form(self, index: int, operand: str, depth: int):
+        operand = operand.strip()
+        number = _constant(operand)
+        if number is not None:
+            return {}, number, False
+        if operand in self.shared_symbols:
+            return {operand: 1}, 0, False
+        if not operand.startswith("%"):
+            return None
+        special = _SPECIAL_REGISTERS.get(operand.split(".")[0])
+        if special is not None:
+            return {operand: 1}, 0, False
+        keys = self._sources(index, operand)
+        if not keys:
+            return None
+        if len(keys) == 1 and keys[0][0] != "all" and depth < self._FORM_DEPTH:
+            inner = self._linear(keys[0][0], depth + 1)
+            if inner is not None:
+                return inner[0], inner[1], True
+        return {keys: 1}, 0, False
+
+    def _form_value(self, form):
+        """The value of a linear form from the values of its atoms (None: an atom not computed yet)."""
+        terms, constant, _ = form
+        total = IntRange(constant, constant)
+        for atom, coefficient in terms.items():
+            if isinstance(atom, str):  # a special register or a shared symbol
+                value = _SPECIAL_REGISTERS[atom.split(".")[0]] if atom[0] == "%" else SharedAddress(atom, 0, 0)
+            else:
+                value = self._read(("keys", atom))
+            if value is None:
+                return None
+            if coefficient != 1:
+                if not isinstance(value, IntRange):
+                    return Unknown("a multiple of an address")
+                value = _range(min(value.lo * coefficient, value.hi * coefficient),
+                               max(value.lo * coefficient, value.hi * coefficient))
+            total = _add(total, value)
+            if isinstance(total, Unknown):
+                return total
+        return total
 
     def _refine_select(self, index: int, operands: list[str], ops: list) -> tuple:
         """(value if the predicate holds, value if not), each narrowed by the predicate's comparison."""
@@ -1202,6 +1298,37 @@ class AddressAnalysis:
             return Unknown(f"the memory operand [{inner[:40]}]")
         offset *= -1 if match.group(2) == "-" else 1
         return _add(base, IntRange(offset, offset))
+
+
+_LINEAR_BASES = {"add", "sub", "mul", "shl", "mad", "mov", "cvt"}
+
+
+def _form_sum(a, b, factor: int):
+    """The linear form a + factor * b (a None: 0); terms whose coefficients cancel are dropped."""
+    if b is None:
+        return None
+    terms = dict(a[0]) if a is not None else {}
+    for atom, coefficient in b[0].items():
+        total = terms.get(atom, 0) + factor * coefficient
+        if total:
+            terms[atom] = total
+        else:
+            terms.pop(atom, None)
+    return terms, (a[1] if a is not None else 0) + factor * b[1], (a is not None and a[2]) or b[2]
+
+
+def _meet(a, b):
+    """Two sound values of the same register: what both allow (the first when they do not compare)."""
+    if isinstance(a, Unknown):
+        return b
+    if isinstance(a, IntRange) and isinstance(b, IntRange):
+        lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)
+        return IntRange(lo, hi) if lo <= hi else a
+    if isinstance(a, SharedAddress) and isinstance(b, SharedAddress) and a.symbol == b.symbol:
+        hi = b.hi if a.hi is None else a.hi if b.hi is None else min(a.hi, b.hi)
+        lo = max(a.lo, b.lo)
+        return SharedAddress(a.symbol, lo, hi) if hi is None or lo <= hi else a
+    return a
 
 
 def _constant(text: str) -> int | None:
