@@ -37,6 +37,7 @@ from launcher import variants as V
 from launcher.arguments import check_header, grid3, refuse_bool_stream
 from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
+from launcher.fence_hook import fence_policy
 from launcher.specialization import DIVISIBILITY_MASK, INT_KEYS, _tensordesc_type, array_interface, divisible, int_key
 
 log = logging.getLogger("launcher.bundle")
@@ -595,7 +596,7 @@ class BundleKernel:
         return _Entry(self, variant, self._launcher(variant), function, fills, arrays, stream)
 
     def _load(self, variant, device):
-        from launcher.install import module_cache
+        from launcher.modules import module_cache
 
         with self._lock:
             function = self._functions.get((variant.id, device))
@@ -647,7 +648,7 @@ def leaves(values):
 
 
 def _release(modules):
-    from launcher.install import module_cache
+    from launcher.modules import module_cache
 
     while modules:
         module = modules.pop()
@@ -706,13 +707,6 @@ def _default_stream():
 _fence_lock = threading.Lock()
 _fence_seen: dict = {}  # variant id -> FenceHazardError or None
 _said_no_ptx = [False]
-
-
-def fence_policy() -> str:
-    """The policy install() set, if installed; else $LAUNCHER_FENCE_CHECK (default warn)."""
-    from launcher.install import fence_policy as policy
-
-    return policy()
 
 
 def fence_checker_id() -> str:

@@ -2,9 +2,38 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 
 log = logging.getLogger("launcher.fence")
+
+FENCE_POLICIES = ("off", "warn", "error")
+_installed: list = []  # the FenceCheckHook launcher.install() put in Triton, while installed
+
+
+def policy_from(policy: str | None) -> str:
+    """The policy given as the fence_check argument, else $LAUNCHER_FENCE_CHECK, else "warn"; an
+    invalid one is named where it came from (the argument or the environment variable)."""
+    if policy is not None:
+        source, value = "fence_check", policy
+    else:
+        source, value = "LAUNCHER_FENCE_CHECK", os.environ.get("LAUNCHER_FENCE_CHECK", "").strip() or "warn"
+    normalised = value.strip().lower() if isinstance(value, str) else value
+    if normalised not in FENCE_POLICIES:
+        raise ValueError(f"{source} must be one of {', '.join(FENCE_POLICIES)}, got {value!r}")
+    return normalised
+
+
+def fence_policy() -> str:
+    """The fence policy in effect: the one install() set while installed, else
+    $LAUNCHER_FENCE_CHECK (off, warn or error; default warn). Bundled kernels follow it too."""
+    hook = _installed[0] if _installed else None
+    return hook.policy if hook is not None else policy_from(None)
+
+
+def set_installed(hook) -> None:
+    """install() / uninstall(): the hook whose policy is in effect (None: the environment's)."""
+    _installed[:] = [hook] if hook is not None else []
 
 
 class FenceCheckHook:

@@ -14,63 +14,20 @@ import threading
 
 from launcher import triton_adapter
 from launcher.cuda_launcher import CudaLauncher
-from launcher.modules import ModuleCache
+from launcher.fence_hook import FENCE_POLICIES, fence_policy, policy_from, set_installed
+from launcher.modules import ModuleCache, module_cache
 from launcher.utils import CudaUtils
 
 log = logging.getLogger("launcher")
 
 _lock = threading.RLock()
 _state: dict = {}  # while installed: what we replaced
-_module_cache: ModuleCache | None = None
 
-FENCE_POLICIES = ("off", "warn", "error")
-
-
-def module_cache() -> ModuleCache:
-    """The process-wide module cache (created on first use)."""
-    global _module_cache
-    with _lock:
-        if _module_cache is None:
-            _module_cache = ModuleCache()
-        return _module_cache
+__all__ = ["install", "installed", "is_installed", "module_cache", "uninstall", "fence_policy", "FENCE_POLICIES"]
 
 
 def is_installed() -> bool:
     return bool(_state)
-
-
-def fence_policy() -> str:
-    """The fence policy in effect: the one install() set when installed, else
-    $LAUNCHER_FENCE_CHECK (off, warn or error; default warn). Bundled kernels follow it too."""
-    with _lock:
-        if _state:
-            return _state["fence"].policy
-    return _fence_policy(None)
-
-
-def _fence_policy(policy: str | None) -> str:
-    """The policy given as the fence_check argument, else $LAUNCHER_FENCE_CHECK, else "warn"; an
-    invalid one is named where it came from (the argument or the environment variable)."""
-    if policy is not None:
-        source, value = "fence_check", policy
-    else:
-        source, value = "LAUNCHER_FENCE_CHECK", os.environ.get("LAUNCHER_FENCE_CHECK", "").strip() or "warn"
-    normalised = value.strip().lower() if isinstance(value, str) else value
-    if normalised not in FENCE_POLICIES:
-        raise ValueError(f"{source} must be one of {', '.join(FENCE_POLICIES)}, got {value!r}")
-    return normalised
-
-
-def _existing_drivers(nv):
-    """Triton's driver objects that already exist (created before install), if NVIDIA ones."""
-    from triton.runtime.driver import driver as config
-
-    found = []
-    for attr in ("_default", "_active"):
-        d = getattr(config, attr, None)
-        if isinstance(d, nv.CudaDriver) and d not in found:
-            found.append(d)
-    return found
 
 
 class _StockUtilsAfterUninstall:
@@ -139,7 +96,7 @@ class TritonNotInstalled(ModuleNotFoundError):
 
 def _require_triton() -> None:
     try:
-        import triton  # noqa: F401
+        triton_adapter.import_triton()
     except ModuleNotFoundError as e:
         if e.name != "triton":  # Triton is there, and something it imports is not: Triton's error
             raise
@@ -162,7 +119,7 @@ def install(*, fence_check: str | None = None, fast_dispatch: bool | None = None
     from launcher import fast_dispatch as guard
 
     with _lock:
-        policy = _fence_policy(fence_check)
+        policy = policy_from(fence_check)
         if _state:
             if fence_check is not None:
                 _state["fence"].policy = policy
@@ -175,12 +132,10 @@ def install(*, fence_check: str | None = None, fast_dispatch: bool | None = None
             lo, hi = triton_adapter.SUPPORTED
             raise RuntimeError(f"launcher supports Triton {lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}, "
                                f"found {'.'.join(map(str, triton_adapter.triton_version()))}")
-        from triton import knobs
-        from triton.backends.nvidia import driver as nv
-
         from launcher.fence_hook import FenceCheckHook
 
-        existing = _existing_drivers(nv)
+        nv = triton_adapter.nvidia_driver_module()
+        existing = triton_adapter.existing_cuda_drivers(nv)
         # Triton's own CudaUtils object, if one exists already (not one our uninstall() made
         # lazily: asking that for a tensor map would compile driver.c).
         stock_utils = next((_unwrap(d.utils) for d in existing if not isinstance(d.utils, CudaUtils)), None)
@@ -206,7 +161,8 @@ def install(*, fence_check: str | None = None, fast_dispatch: bool | None = None
         for d, _, _ in _state["saved_drivers"]:
             d.utils = utils
             d.launcher_cls = CudaLauncher
-        _add_load_hook(knobs, hook)
+        triton_adapter.add_kernel_load_hook(hook)
+        set_installed(hook)
         if wants_guard:
             guard.enable()
         log.debug("launcher installed (fence check: %s, fast dispatch: %s)", policy, wants_guard)
@@ -221,21 +177,20 @@ def uninstall() -> None:
         if not _state:
             return
         nv = _state["nv"]
-        from triton import knobs
-
         for k, v in _state["saved_module"].items():
             setattr(nv, k, v)
         stock_cls, cache = _state["saved_module"]["CudaUtils"], module_cache()
         new_drivers_utils = _StockUtilsAfterUninstall(stock_cls, cache)
         saved = {id(d): (u, lc) for d, u, lc in _state["saved_drivers"]}
-        for d in _existing_drivers(nv):
+        for d in triton_adapter.existing_cuda_drivers(nv):
             if id(d) in saved:  # made before install(): back to what it had
                 utils, d.launcher_cls = saved[id(d)]
                 d.utils = _StockUtilsAfterUninstall(stock_cls, cache, stock=_unwrap(utils))
             elif d.utils is _state["utils"]:  # made while installed
                 d.utils = new_drivers_utils
                 d.launcher_cls = _state["saved_module"]["CudaLauncher"]
-        _remove_load_hook(knobs, _state["fence"])
+        triton_adapter.remove_kernel_load_hook(_state["fence"])
+        set_installed(None)
         CudaLauncher.stock_launcher_cls = None
         _state.clear()
 
@@ -257,22 +212,3 @@ def installed(*, fence_check: str | None = None, fast_dispatch: bool | None = No
         elif _state:
             _state["fence"].policy = policy
             guard.enable() if guarded else guard.disable()
-
-
-def _add_load_hook(knobs, hook) -> None:
-    current = knobs.runtime.kernel_load_start_hook
-    if hasattr(current, "add"):
-        current.add(hook)
-    elif current is None:
-        knobs.runtime.kernel_load_start_hook = hook
-    else:  # a plain callable set by the user: run ours first, then theirs
-        hook.chained = current
-        knobs.runtime.kernel_load_start_hook = hook
-
-
-def _remove_load_hook(knobs, hook) -> None:
-    current = knobs.runtime.kernel_load_start_hook
-    if hasattr(current, "remove"):
-        current.remove(hook)
-    elif current is hook:
-        knobs.runtime.kernel_load_start_hook = hook.chained

@@ -258,3 +258,16 @@ class ModuleCache:
         static = driver.function_attribute(fn, "SHARED_SIZE_BYTES")
         driver.set_function_attribute(fn, "MAX_DYNAMIC_SHARED_SIZE_BYTES", optin - static,
                                       f"allowing {optin - static} bytes of dynamic shared memory for kernel {name!r}")
+
+
+_process_cache: list = []  # the process-wide ModuleCache, made on first use
+_process_cache_lock = threading.Lock()
+
+
+def module_cache() -> ModuleCache:
+    """The process-wide module cache (created on first use): what Triton's loads (after
+    launcher.install()), prepared launches and bundles share."""
+    with _process_cache_lock:
+        if not _process_cache:
+            _process_cache.append(ModuleCache())
+        return _process_cache[0]

@@ -90,7 +90,7 @@ def prepare(kernel, grid, *args, **kwargs) -> "PreparedLaunch":
 def load(spec, name: str, cubin: bytes, device: int) -> tuple:
     """(function, release) of a cubin loaded through launcher's module cache on `device`, with
     Triton's resource check; release() gives the module back."""
-    from launcher.install import module_cache
+    from launcher.modules import module_cache
 
     cache = module_cache()
     module, function, _, _, max_threads = cache.load_binary(

@@ -24,6 +24,13 @@ class UnsupportedKernel(RuntimeError):
     """A kernel this launcher cannot launch (the stock launcher takes it when there is one)."""
 
 
+def import_triton():
+    """Triton's package (ModuleNotFoundError where it is not installed)."""
+    import triton
+
+    return triton
+
+
 @functools.lru_cache(maxsize=None)
 def triton_version() -> tuple:
     """(major, minor) of the installed Triton."""
@@ -401,6 +408,51 @@ def hook_chain_type():
     from triton.knobs import HookChain
 
     return HookChain
+
+
+def nvidia_driver_module():
+    """triton.backends.nvidia.driver, whose CudaLauncher and CudaUtils install() replaces."""
+    from triton.backends.nvidia import driver as nv
+
+    return nv
+
+
+def existing_cuda_drivers(nv) -> list:
+    """Triton's driver objects that already exist (created before install), if NVIDIA ones."""
+    from triton.runtime.driver import driver as config
+
+    found = []
+    for attr in ("_default", "_active"):
+        d = getattr(config, attr, None)
+        if isinstance(d, nv.CudaDriver) and d not in found:
+            found.append(d)
+    return found
+
+
+def add_kernel_load_hook(hook) -> None:
+    """Run `hook` before every kernel load (Triton's knobs.runtime.kernel_load_start_hook): added
+    to Triton's HookChain, else set, else in front of the user's plain callable (hook.chained)."""
+    from triton import knobs
+
+    current = knobs.runtime.kernel_load_start_hook
+    if hasattr(current, "add"):
+        current.add(hook)
+    elif current is None:
+        knobs.runtime.kernel_load_start_hook = hook
+    else:  # a plain callable set by the user: run ours first, then theirs
+        hook.chained = current
+        knobs.runtime.kernel_load_start_hook = hook
+
+
+def remove_kernel_load_hook(hook) -> None:
+    """Undo add_kernel_load_hook."""
+    from triton import knobs
+
+    current = knobs.runtime.kernel_load_start_hook
+    if hasattr(current, "remove"):
+        current.remove(hook)
+    elif current is hook:
+        knobs.runtime.kernel_load_start_hook = hook.chained
 
 
 _HOOK_CHAIN: list = []  # Triton's HookChain class, read on the first hooks_set
