@@ -434,13 +434,13 @@ def test_the_bundle_records_no_path_of_the_exporting_machine(cpu_bundle):
 def test_a_kernel_file_is_kept_relative_to_its_package_root():
     from launcher.bundle_export import portable_file, portable_options
 
-    assert portable_file("/home/u/src/pkg/sub/kern.py", "pkg.sub.kern") == "pkg/sub/kern.py"
-    assert portable_file("/home/u/src/pkg/__init__.py", "pkg") == "pkg/__init__.py"
+    assert portable_file("/srcs/u/pkg/sub/kern.py", "pkg.sub.kern") == "pkg/sub/kern.py"
+    assert portable_file("/srcs/u/pkg/__init__.py", "pkg") == "pkg/__init__.py"
     assert portable_file("/tmp/x/build.py", "__main__") == "build.py"
     assert portable_file("/tmp/ipykernel_1/123.py", "__main__") == "123.py"
     assert portable_file("/elsewhere/kern.py", "pkg.other") == "kern.py"  # a module not at its path
     assert portable_file(None, "m") is None
-    assert portable_options({"extern_libs": [["libdevice", "/opt/t/lib/libdevice.10.bc"]], "num_warps": 4,
+    assert portable_options({"extern_libs": [["libdevice", "/usr/lib/t/libdevice.10.bc"]], "num_warps": 4,
                              "arch": "sm90", "ir_override": None}) == \
         {"extern_libs": [["libdevice", "libdevice.10.bc"]], "num_warps": 4, "arch": "sm90", "ir_override": None}
 
@@ -448,12 +448,12 @@ def test_a_kernel_file_is_kept_relative_to_its_package_root():
 def test_old_bundles_with_absolute_paths_still_read(small, tmp_path):
     raw, data = small
     name = next(iter(data.kernels))
-    old = _rezip(raw, _manifest_edit(lambda m: m["kernels"][0].update(file="/home/someone/project/kernels.py")))
+    old = _rezip(raw, _manifest_edit(lambda m: m["kernels"][0].update(file="/exporter/project/kernels.py")))
     read = BF.parse_bundle(old, "bundle 'old'")
-    assert read.kernels[name].file == "/home/someone/project/kernels.py"
+    assert read.kernels[name].file == "/exporter/project/kernels.py"
     (tmp_path / "old.bundle").write_bytes(old)
     proc = _inspect(tmp_path / "old.bundle")
-    assert proc.returncode == 0 and "/home/someone/project/kernels.py:" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "/exporter/project/kernels.py:" in proc.stdout, proc.stdout + proc.stderr
 
 
 def _local_headers(raw):
