@@ -215,23 +215,23 @@ def compile_config(config: Config, arch: int, directory: str):
                           **options)
 
 
-def artefacts(config: Config, arch: int, directory: str, out: str | None) -> tuple[str, str]:
-    """(ptx, ttgir) of one compile, read from ``out`` when an earlier run kept them there."""
+def artefacts(config: Config, arch: int, directory: str, out: str | None) -> tuple[str, str, int]:
+    """(ptx, ttgir, shared bytes) of one compile, read from ``out`` when an earlier run kept them there (as
+    Triton's cache does: ``.ptx``, ``.ttgir`` and the metadata ``.json``)."""
     stem = None
     if out:
         stem = os.path.join(out, f"{config.name.replace(' ', '_').replace('(', '').replace(')', '')}-sm{arch}")
-        if os.path.exists(stem + ".ptx") and os.path.exists(stem + ".ttgir"):
-            with open(stem + ".ptx") as ptx, open(stem + ".ttgir") as ttgir:
-                return ptx.read(), ttgir.read()
+        if all(os.path.exists(stem + suffix) for suffix in (".ptx", ".ttgir", ".json")):
+            with open(stem + ".ptx") as ptx, open(stem + ".ttgir") as ttgir, open(stem + ".json") as meta:
+                return ptx.read(), ttgir.read(), json.load(meta)["shared"]
     compiled = compile_config(config, arch, directory)
-    ptx, ttgir = compiled.asm["ptx"], compiled.asm["ttgir"]
+    ptx, ttgir, shared = compiled.asm["ptx"], compiled.asm["ttgir"], compiled.metadata.shared
     if stem:
         os.makedirs(out, exist_ok=True)
-        with open(stem + ".ptx", "w") as handle:
-            handle.write(ptx)
-        with open(stem + ".ttgir", "w") as handle:
-            handle.write(ttgir)
-    return ptx, ttgir
+        for suffix, text in ((".ptx", ptx), (".ttgir", ttgir), (".json", json.dumps({"shared": shared}))):
+            with open(stem + suffix, "w") as handle:
+                handle.write(text)
+    return ptx, ttgir, shared
 
 
 def main(argv=None) -> int:
@@ -253,13 +253,13 @@ def main(argv=None) -> int:
         for arch in config.archs:
             start = time.time()
             try:
-                ptx, ttgir = artefacts(config, arch, args.tutorials, args.out)
+                ptx, ttgir, shared = artefacts(config, arch, args.tutorials, args.out)
             except Exception as error:  # noqa: BLE001 - reported as a row
                 rows.append({"kernel": config.name, "arch": arch, "verdict": "no compile",
                              "reason": f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"})
                 print(f"{config.name:48} sm_{arch}: does not compile: {rows[-1]['reason']}", flush=True)
                 continue
-            report = check_kernel(ptx=ptx, ttgir=ttgir)
+            report = check_kernel(ptx=ptx, ttgir=ttgir, shared=shared)
             counts = {s: sum(f.severity == s for f in report.findings) for s in ("error", "unknown", "info")}
             verdict = report.verdict if report.verdict != "clean" or not counts["info"] else "info"
             rows.append({"kernel": config.name, "arch": arch, "verdict": verdict, **counts,

@@ -1,6 +1,7 @@
 """Entry points: check PTX, TTGIR, or both for one kernel."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import replace
@@ -8,7 +9,7 @@ from dataclasses import replace
 from .dataflow import Hazard, find_hazards
 from .ptx import kernel_blocks, parse_ptx
 from .report import ERROR, INFO, UNKNOWN, Finding, Report, finding_from_hazard
-from .ttgir import async_operand_extents, entry_functions, parse_ttgir
+from .ttgir import async_operand_extents, entry_functions, parse_ttgir, shared_allocation
 from .ttgir import function_blocks as ttgir_function_blocks
 
 log = logging.getLogger("launcher.fence")
@@ -32,16 +33,19 @@ def _file(filename: str | None) -> str | None:
     return filename if filename and not filename.startswith("<") else None
 
 
-def check_ptx(text: str, *, name: str | None = None, filename: str = "<ptx>") -> list[Finding]:
-    """Hazards in final PTX: ``error`` where the overlap is certain, ``unknown`` where it is only possible."""
-    return _check_ptx_module(parse_ptx(text, filename), name)
+def check_ptx(text: str, *, name: str | None = None, filename: str = "<ptx>",
+              shared: int | None = None) -> list[Finding]:
+    """Hazards in final PTX: ``error`` where the overlap is certain, ``unknown`` where it is only possible.
+    ``shared``: the bytes of dynamic shared memory the kernel is launched with (Triton's metadata ``shared``)."""
+    return _check_ptx_module(parse_ptx(text, filename), name, shared=shared)
 
 
-def _check_ptx_module(module, name: str | None, extents: dict | None = None) -> list[Finding]:
+def _check_ptx_module(module, name: str | None, extents: dict | None = None,
+                      shared: int | None = None) -> list[Finding]:
     findings = []
     for function in module.kernels:
         kernel = name or function.name
-        for hazard in representative_hazards(find_hazards(kernel_blocks(module, function, extents))):
+        for hazard in representative_hazards(find_hazards(kernel_blocks(module, function, extents, shared))):
             if hazard.certain:
                 severity, reason = ERROR, None
             else:
@@ -76,12 +80,15 @@ def _check_ttgir_module(module, name: str | None, filename: str | None = None) -
 
 
 def check_kernel(*, ptx: str | None = None, ttgir: str | None = None, name: str | None = None,
-                 ptx_filename: str = "<ptx>", ttgir_filename: str = "<ttgir>", info: bool = True) -> Report:
+                 ptx_filename: str = "<ptx>", ttgir_filename: str = "<ttgir>", info: bool = True,
+                 shared: int | None = None) -> Report:
     """Check one kernel. PTX hazards are the findings (``error``/``unknown``); TTGIR hazards that the
     PTX does not show (Triton's late pass or LLVM put the fence in) become ``info``; TTGIR findings
     lend their Python source line to PTX findings on the same async operation when the PTX has none.
 
-    The TTGIR also bounds the operands of the PTX's async instructions. ``info=False`` (the load hook)
+    The TTGIR also bounds the operands of the PTX's async instructions. ``shared``: the bytes of dynamic shared
+    memory the kernel is launched with (Triton's metadata ``shared``; else the TTGIR's ``ttg.shared`` when it has
+    one): no access reaches past them. ``info=False`` (the load hook)
     leaves out the TTGIR's own analysis unless a PTX finding needs its source line: no ``info`` findings,
     and a TTGIR that cannot be parsed is not noticed.
     """
@@ -96,7 +103,9 @@ def check_kernel(*, ptx: str | None = None, ttgir: str | None = None, name: str 
         return Report(name or (ttgir_findings[0].kernel if ttgir_findings else "<kernel>"), ttgir_findings)
     module = parse_ptx(ptx, ptx_filename)
     extents = async_operand_extents(ttgir) if ttgir is not None else None
-    ptx_findings = _check_ptx_module(module, name, extents)
+    if shared is None and ttgir is not None:
+        shared = shared_allocation(ttgir)
+    ptx_findings = _check_ptx_module(module, name, extents, shared)
     if ttgir_findings is None:
         ttgir_findings = []
         if ttgir is not None and any(not f.source_line for f in ptx_findings):
@@ -137,7 +146,19 @@ def check_metadata_group(metadata_group: dict[str, str], name: str, *, info: boo
     ptx = _read(ptx_path)
     ttgir = _read(ttgir_path) if ttgir_path else None
     return check_kernel(ptx=ptx, ttgir=ttgir, name=name, ptx_filename=ptx_path, ttgir_filename=ttgir_path or "",
-                        info=info)
+                        info=info, shared=metadata_shared(paths.get(".json")))
+
+
+def metadata_shared(path: str | None) -> int | None:
+    """The ``shared`` bytes (dynamic shared memory at launch) of the kernel metadata JSON Triton's cache keeps
+    next to the PTX; None when there is no such file or it does not say."""
+    if path is None:
+        return None
+    try:
+        shared = json.loads(_read(path)).get("shared")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return shared if isinstance(shared, int) and not isinstance(shared, bool) and shared >= 0 else None
 
 
 def _read(path: str) -> str:

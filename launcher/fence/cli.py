@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from .checker import check_kernel
+from .checker import check_kernel, metadata_shared
 from .errors import ParseError
 from .report import Report
 
@@ -43,8 +43,9 @@ def _check(ptx_path: str | None, ttgir_path: str | None) -> Report:
         if path is not None:
             with open(path, encoding="utf-8") as handle:
                 texts[key] = handle.read()
+    stem = os.path.splitext(ptx_path or ttgir_path or "")[0]
     return check_kernel(ptx=texts.get("ptx"), ttgir=texts.get("ttgir"), ptx_filename=ptx_path or "",
-                        ttgir_filename=ttgir_path or "")
+                        ttgir_filename=ttgir_path or "", shared=metadata_shared(stem + ".json"))
 
 
 def _summary(report: Report) -> str:

@@ -101,6 +101,15 @@ class PtxModule:
     shared_symbols: set[str]
     declared: set[str] = field(default_factory=set)  # functions declared without a body (.extern)
     filename: str = "<ptx>"
+    # symbol -> bytes its declaration gives; None for an array without a size (`global_smem[]`: the dynamic
+    # shared memory, whose size is the launch's, which Triton records as the kernel's `shared`)
+    shared_sizes: dict[str, int | None] = field(default_factory=dict)
+
+    def allocation(self, shared: int | None = None) -> dict[str, int]:
+        """Symbol -> bytes allocated, for the symbols whose size is known: declared, or ``shared`` bytes of
+        dynamic shared memory for the unsized ones."""
+        sizes = {name: shared if size is None else size for name, size in self.shared_sizes.items()}
+        return {name: size for name, size in sizes.items() if size is not None}
 
     @property
     def kernels(self) -> list[PtxFunction]:
@@ -140,6 +149,27 @@ def _shared_symbol(statement: str):
     if not name or name[0].isdigit() or (end and head[end - 1] == "."):
         return None
     return name
+_DECLARED_TYPE = re.compile(r"\.[bsuf](8|16|32|64)\b")
+
+
+def _shared_bytes(statement: str) -> int | None:
+    """The bytes a .shared declaration allocates (`.shared .align 8 .b64 bar[2];` -> 16), None when an array
+    dimension is left empty or the element type is not read."""
+    head = statement.split("=", 1)[0].rstrip().rstrip(";").rstrip()
+    element = _DECLARED_TYPE.search(head)
+    if element is None:
+        return None
+    count = 1
+    while head.endswith("]"):
+        start = head.rfind("[")
+        dimension = _constant(head[start + 1:-1]) if start >= 0 else None
+        if dimension is None:
+            return None
+        count *= dimension
+        head = head[:start].rstrip()
+    return count * int(element.group(1)) // 8
+
+
 _HEADER = re.compile(r"\.(entry|func)\b\s*(?:\([^)]*\)\s*)?([A-Za-z_$][\w$.]*)")
 _NEWLINE_DIRECTIVES = (".version", ".target", ".address_size", ".file", ".loc")
 # directives that may appear inside a function body (they end with ';')
@@ -220,6 +250,7 @@ class _Parser:
         self.lines = text.splitlines()
         self.files: dict[str, str] = {}
         self.shared_symbols: set[str] = set()
+        self.shared_sizes: dict[str, int | None] = {}
         self.declared: set[str] = set()
         self.functions: list[PtxFunction] = []
         self.saw_version = False
@@ -255,7 +286,7 @@ class _Parser:
                              if self.saw_version else "not PTX: no .version directive and no function")
         for function in self.functions:
             self._check_branches(function)
-        return PtxModule(self.functions, self.shared_symbols, self.declared, self.filename)
+        return PtxModule(self.functions, self.shared_symbols, self.declared, self.filename, self.shared_sizes)
 
     def _next_line(self) -> tuple[int, str] | None:
         while self.position < len(self.lines):
@@ -328,6 +359,7 @@ class _Parser:
             name = _shared_symbol(statement)
             if name:
                 self.shared_symbols.add(name)
+                self.shared_sizes[name] = _shared_bytes(statement)
         if text[end + 1:].strip():
             raise self.error(number, f"unexpected text after a declaration: {text[end + 1:80]!r}")
 
@@ -467,6 +499,7 @@ class _Parser:
                     name = _shared_symbol(statement)
                     if name:
                         self.shared_symbols.add(name)
+                        self.shared_sizes[name] = _shared_bytes(statement)
                 continue
             instruction = self._instruction(statement, start, source, scope, column)
             for key in pending_labels:
@@ -622,8 +655,12 @@ class SharedAddress:
 @dataclass(frozen=True)
 class MatrixDescriptor:
     """A value whose low 14 bits hold ``address >> 4``: a wgmma/tcgen05 shared-memory matrix descriptor
-    (or the start of one), however it was computed (``bfe``, ``shr`` + ``and``, ``or`` of layout bits)."""
+    (or the start of one), however it was computed (``bfe``, ``shr`` + ``and``, ``or`` of layout bits).
+
+    ``address`` is the operand's base, the address the descriptor was made from; ``step`` the bytes added to the
+    descriptor since (a k-step, a warp's rows): the instruction starts inside its operand, at base + step."""
     address: SharedAddress
+    step: IntRange = IntRange(0, 0)
 
 
 @dataclass(frozen=True)
@@ -661,7 +698,7 @@ def _join(a, b):
         return SharedAddress(a.symbol, min(a.lo, b.lo), hi)
     if isinstance(a, MatrixDescriptor) and isinstance(b, MatrixDescriptor):
         joined = _join(a.address, b.address)
-        return MatrixDescriptor(joined) if isinstance(joined, SharedAddress) else joined
+        return MatrixDescriptor(joined, _join(a.step, b.step)) if isinstance(joined, SharedAddress) else joined
     if isinstance(a, Unknown):
         return a
     if isinstance(b, Unknown):
@@ -686,7 +723,7 @@ def _widen(old, new):
     if isinstance(new, SharedAddress):
         return SharedAddress(new.symbol, min(new.lo, 0), None)
     if isinstance(new, MatrixDescriptor):
-        return MatrixDescriptor(SharedAddress(new.address.symbol, min(new.address.lo, 0), None))
+        return MatrixDescriptor(SharedAddress(new.address.symbol, min(new.address.lo, 0), None), new.step)
     return new
 
 
@@ -712,9 +749,9 @@ def _add(a, b):
     # a matrix descriptor: the low 14 bits step through the operand in units of 16 bytes
     if b.lo == b.hi:
         units = b.lo & 0x3FFF
-        return MatrixDescriptor(_shift_address(a.address, units << 4, units << 4))
+        return MatrixDescriptor(a.address, IntRange(a.step.lo + (units << 4), a.step.hi + (units << 4)))
     if 0 <= b.lo and b.hi < 0x4000:
-        return MatrixDescriptor(_shift_address(a.address, b.lo << 4, b.hi << 4))
+        return MatrixDescriptor(a.address, IntRange(a.step.lo + (b.lo << 4), a.step.hi + (b.hi << 4)))
     return Unknown("a matrix descriptor plus a wide range")
 
 
@@ -1412,8 +1449,9 @@ class Classifier:
     """Proxy events of each instruction, from its opcode and resolved operands."""
 
     def __init__(self, analysis: AddressAnalysis, extents: dict | None = None, generic: bool = True,
-                 generic_reads: bool = True):
+                 generic_reads: bool = True, sizes: dict[str, int] | None = None):
         self.analysis = analysis
+        self.sizes = sizes or {}  # shared symbol -> bytes allocated: no access reaches past them
         self.extents = extents or {}  # (Python source line, class) -> most bytes an async operand covers
         self.generic = generic  # False: no async access anywhere, so no generic access can matter
         self.generic_reads = generic_reads  # False: no async write anywhere, so generic reads cannot matter
@@ -1463,26 +1501,41 @@ class Classifier:
 
     def region(self, value, size: int | None, bound: int | None = None, descriptor: bool = False,
                end: int | None = None) -> tuple[PtxRegion, str | None]:
-        """The bytes touched from address ``value`` (a matrix descriptor if ``descriptor``): ``size``
-        exactly, or at most ``bound`` (at least 16) and not past the offset ``end``."""
+        """The bytes touched from address ``value``: ``size`` exactly, or at most ``bound`` (at least 16) and
+        not past the offset ``end``; never past the end of the symbol's allocation (``self.sizes``).
+
+        A matrix descriptor (``descriptor``) is sized from its own operand: ``bound`` counts from the base the
+        descriptor was made from, not from the k-step or warp offset added to it since (which lies inside)."""
+        step = 0
         if descriptor:
             if not isinstance(value, MatrixDescriptor):
                 origin = value.origin if isinstance(value, Unknown) else f"{_describe(value)}, not a descriptor"
                 return _UNRESOLVED, ("the matrix descriptor is not derived from a shared-memory symbol: "
                                      f"it depends on {origin}")
-            value = value.address
+            step = value.step.lo
+            if bound is not None:
+                bound = max(bound, value.step.hi + _MIN_OPERAND_BYTES)
+            else:
+                value = _shift_address(value.address, value.step.lo, value.step.hi)
+                step = 0
+            value = value.address if isinstance(value, MatrixDescriptor) else value
         if not isinstance(value, SharedAddress):
             origin = value.origin if isinstance(value, Unknown) else "a value the analysis does not follow"
             return _UNRESOLVED, f"the address is not derived from a shared-memory symbol: it depends on {origin}"
-        lo = max(value.lo, 0)
+        limit = self.sizes.get(value.symbol)
+        lo = max(value.lo, 0) if limit is None else min(max(value.lo, 0), limit)
         if value.hi is None:
-            return PtxRegion(value.symbol, lo, None, 0), "the address varies in a loop without a bound"
+            return PtxRegion(value.symbol, lo, limit, 0), "the address varies in a loop without a bound"
         if size is not None:
-            return PtxRegion(value.symbol, lo, value.hi + size, value.hi + size), None
-        certain = value.hi + _MIN_OPERAND_BYTES
-        limits = [value.hi + max(bound, _MIN_OPERAND_BYTES)] if bound is not None else []
-        limits += [max(end, certain)] if end is not None else []
-        return PtxRegion(value.symbol, lo, min(limits) if limits else None, certain), None
+            hi = value.hi + size
+        else:
+            limits = [value.hi + max(bound, _MIN_OPERAND_BYTES)] if bound is not None else []
+            limits += [max(end, value.hi + step + _MIN_OPERAND_BYTES)] if end is not None else []
+            hi = min(limits) if limits else None
+        certain = value.hi + (size if size is not None else step + _MIN_OPERAND_BYTES)
+        if limit is not None:
+            hi, certain = limit if hi is None else min(hi, limit), min(certain, limit)
+        return PtxRegion(value.symbol, lo, hi, certain), None
 
     def _access(self, kind, instr, value, size=None, scope=Scope.CTA, bound=None, no_bound_reason=None,
                 descriptor=False, end=None) -> Access:
@@ -1626,13 +1679,14 @@ class Classifier:
         return None
 
     def _mma(self, index: int, instr: PtxInstruction, kind: str) -> list:
+        """The shared-memory operands (descriptors) of wgmma / tcgen05.mma, each bounded by its own TTGIR
+        operand (``mma:0`` for the first descriptor, ``mma:1`` for the second)."""
         scope = Scope.CLUSTER if "cta_group::2" in instr.parts else Scope.CTA
-        bound = self._hint(instr, kind)
         events = []
-        first = 1
-        for operand in instr.operands[first:first + 2]:
+        for operand in instr.operands[1:3]:
             if operand.startswith(("{", "[")):
                 continue  # A in registers (wgmma) or tensor memory (tcgen05)
+            bound = self._hint(instr, f"{kind}:{len(events)}")
             events.append(self._access(AccessKind.ASYNC_READ, instr, self.analysis.final_value(index, operand), None,
                                        scope, bound=bound, no_bound_reason=_NO_EXTENT, descriptor=True))
         return events
@@ -1668,10 +1722,12 @@ def _async_classes(functions: list[PtxFunction]) -> tuple[bool, bool]:
 
 
 def _function_events(function: PtxFunction, shared_symbols: set[str], extents: dict | None, filename: str,
-                     classes: tuple[bool, bool] = (True, True)) -> tuple[list[list[int]], list[list[int]], list[list]]:
+                     classes: tuple[bool, bool] = (True, True), sizes: dict[str, int] | None = None
+                     ) -> tuple[list[list[int]], list[list[int]], list[list]]:
     """Blocks, successors and events of one function. ``classes`` (from ``_async_classes`` of everything the
     kernel can run) says which generic accesses can matter: none without async accesses, no reads without
-    async writes. Their addresses are then not even computed."""
+    async writes. Their addresses are then not even computed. ``sizes``: the bytes allocated per shared symbol
+    (``PtxModule.allocation``), which bound every region."""
     instructions = function.instructions
     instruction_blocks, successors = build_cfg(function)
     any_async, any_write = classes
@@ -1688,7 +1744,7 @@ def _function_events(function: PtxFunction, shared_symbols: set[str], extents: d
     if not any_async:  # nothing to order
         return instruction_blocks, successors, [[] for _ in instruction_blocks]
     analysis = AddressAnalysis(function, shared_symbols, instruction_blocks, roots)
-    classifier = Classifier(analysis, extents, generic=any_async, generic_reads=any_write)
+    classifier = Classifier(analysis, extents, generic=any_async, generic_reads=any_write, sizes=sizes)
     slots, staging = set(), []
     for index in candidates:
         instr = instructions[index]
@@ -1717,8 +1773,11 @@ def _function_events(function: PtxFunction, shared_symbols: set[str], extents: d
     return instruction_blocks, successors, events_per_block
 
 
-def kernel_blocks(module: PtxModule, kernel: PtxFunction, extents: dict | None = None) -> list[Block]:
+def kernel_blocks(module: PtxModule, kernel: PtxFunction, extents: dict | None = None,
+                  shared: int | None = None) -> list[Block]:
     """The kernel's control-flow graph with proxy events, ready for ``find_hazards`` (entry: block 0).
+    ``shared``: the bytes of dynamic shared memory the kernel is launched with (Triton's ``shared``), the size
+    of its unsized ``.extern .shared`` array.
 
     A ``call`` to a function of the module leads into the callee's blocks, and the callee's returns lead
     back to every call site (context-insensitive: sound for a may-analysis). Calls to functions declared
@@ -1737,7 +1796,8 @@ def kernel_blocks(module: PtxModule, kernel: PtxFunction, extents: dict | None =
     built: dict[str, tuple] = {}
     total = 0
     for function in reachable:
-        parts = _function_events(function, module.shared_symbols, extents, module.filename, classes)
+        parts = _function_events(function, module.shared_symbols, extents, module.filename, classes,
+                                 module.allocation(shared))
         offsets[function.name] = total
         built[function.name] = parts
         total += len(parts[0]) + 1  # one extra block: the function's exit
@@ -1766,9 +1826,10 @@ def kernel_blocks(module: PtxModule, kernel: PtxFunction, extents: dict | None =
     return blocks
 
 
-def function_blocks(function: PtxFunction, shared_symbols: set[str], extents: dict | None = None) -> list[Block]:
+def function_blocks(function: PtxFunction, shared_symbols: set[str], extents: dict | None = None,
+                    sizes: dict[str, int] | None = None) -> list[Block]:
     """One function's control-flow graph with proxy events (calls are not followed)."""
-    _, successors, events = _function_events(function, shared_symbols, extents, "<ptx>")
+    _, successors, events = _function_events(function, shared_symbols, extents, "<ptx>", sizes=sizes)
     return [Block(e, s) for e, s in zip(events, successors)]
 
 

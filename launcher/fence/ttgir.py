@@ -701,7 +701,8 @@ _MEMDESC = re.compile(r"memdesc<[^>]*>")
 def async_operand_extents(text: str) -> dict[tuple[str, str], int]:
     """(Python ``file:line:column`` or ``file:line``, class) -> the most bytes any shared-memory operand of
     an async op of that class at that place covers (the memdesc shape times the element size; for TMA, what
-    one message can move).
+    one message can move). MMA operands are sized one by one: class ``mma:i`` is the i-th shared-memory operand
+    (A, then B; B alone when A is in registers or tensor memory).
 
     The PTX front end uses it to bound a TMA box or an MMA operand, which the PTX does not show: every
     instruction Triton lowers such an op to starts inside the operand and ends before its end. A place
@@ -735,12 +736,30 @@ def async_operand_extents(text: str) -> dict[tuple[str, str], int]:
                     if not any(a in m for a in module.tensor_memory_aliases) and "tensor_memory" not in m]
         sizes = [_tma_box_bytes(m, module) if kind in ("tma_load", "tma_store") else _memdesc_bytes(m)
                  for m in memdescs]
-        for key in ((position, kind), (position.rsplit(":", 1)[0], kind)):  # by column, and by line
-            if not sizes or None in sizes:
-                unknown.add(key)
-            else:
-                extents[key] = max(extents.get(key, 0), max(sizes))
+        if kind == "mma":  # each operand its own size: "mma:0" is the first shared-memory operand, "mma:1" the next
+            entries = [(f"mma:{i}", size) for i, size in enumerate(sizes)] or [("mma:0", None)]
+        else:
+            entries = [(kind, None if not sizes or None in sizes else max(sizes))]
+        for entry, size in entries:
+            for key in ((position, entry), (position.rsplit(":", 1)[0], entry)):  # by column, and by line
+                if size is None:
+                    unknown.add(key)
+                else:
+                    extents[key] = max(extents.get(key, 0), size)
     return {key: size for key, size in extents.items() if key not in unknown}
+
+
+_SHARED_ATTRIBUTE = re.compile(r'"?ttg\.shared"?\s*=\s*(\d+)\s*:\s*i32')
+
+
+def shared_allocation(text: str) -> int | None:
+    """The bytes of shared memory a TTGIR module says it allocates (``ttg.shared``, set by Triton's allocation
+    pass: present in IR dumped after it, not in ``asm["ttgir"]``), or None."""
+    for line in text.splitlines():
+        if line.startswith("module"):
+            match = _SHARED_ATTRIBUTE.search(line)
+            return int(match.group(1)) if match else None
+    return None
 
 
 _TMA_BOX_DIM = 256  # a TMA box has at most 256 elements in each dimension
