@@ -20,6 +20,7 @@ import argparse
 import ast
 import json
 import os
+import re
 import sys
 import time
 import types
@@ -172,7 +173,52 @@ def _configs() -> list[Config]:
     return configs
 
 
-CONFIGS = _configs()
+def _gluon_desc(dtype: str, shape: list, swizzle: int | None = None):
+    """A Gluon tensor descriptor's type: the layout is the default for the block (as the tutorials make it), or
+    ``swizzle`` bytes of swizzle; computed when compiling (it needs Triton)."""
+    def kind():
+        from triton.experimental.gluon import language as gl
+
+        if swizzle is None:
+            layout = gl.NVMMASharedLayout.get_default_for(shape, getattr(gl, {"fp8e4nv": "float8e4nv", "u8": "uint8",
+                                                                             "fp16": "float16"}[dtype]))
+        else:
+            layout = gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=8, rank=len(shape))
+        return f"tensordesc<{dtype}[{', '.join(str(d) for d in shape)}],{layout!r}>"
+    return kind
+
+
+def _gluon_configs() -> list[Config]:
+    scaled = "gluon/11-tcgen05-mma-scaled.py"
+    fp8 = {"a_desc": _gluon_desc("fp8e4nv", [128, 128]), "b_desc": _gluon_desc("fp8e4nv", [128, 128]),
+           "c_desc": _gluon_desc("fp16", [128, 128])}
+    packed_scales = {"a_scale_desc": _gluon_desc("u8", [1, 1, 1, 2, 256]),
+                     "b_scale_desc": _gluon_desc("u8", [1, 1, 1, 2, 256])}
+    unswizzled_scales = {"a_scale_desc": _gluon_desc("u8", [1, 1, 1, 2, 256], swizzle=0),
+                         "b_scale_desc": _gluon_desc("u8", [1, 1, 1, 2, 256], swizzle=0)}
+    persistent = {"a_desc": _gluon_desc("fp8e4nv", [128, 128]), "b_desc": _gluon_desc("fp8e4nv", [256, 128]),
+                  "c_desc": _gluon_desc("fp16", [128, 256]),
+                  "a_scale_desc": _gluon_desc("u8", [1, 1, 1, 2, 256], swizzle=0),
+                  "b_scale_desc": _gluon_desc("u8", [1, 2, 1, 2, 256], swizzle=0)}
+    scheduler = {"num_buffers": 3, "SchedulerImpl": lambda ns: ns["t7"].GroupedPersistentTileScheduler(8)}
+    return [
+        Config("g11 simple_mma_scaled_kernel", scaled, "simple_mma_scaled_kernel",
+               {**fp8, "a_scale_ptr": "*u8", "a_scale_stride_m": "i32", "a_scale_stride_k": "i32", "b_scale_ptr": "*u8",
+                "b_scale_stride_n": "i32", "b_scale_stride_k": "i32"}, {"VEC_SIZE": 32}, archs=(100,)),
+        Config("g11 mma_scaled_contig_kernel", scaled, "mma_scaled_contig_kernel",
+               {**fp8, "a_scale_ptr": "*u8", "b_scale_ptr": "*u8"}, {"VEC_SIZE": 32}, archs=(100,)),
+        Config("g11 mma_scaled_packed_block_kernel", scaled, "mma_scaled_packed_block_kernel",
+               {**fp8, **packed_scales}, {"VEC_SIZE": 32}, archs=(100,)),
+        Config("g11 mma_scaled_tcgen05_copy_kernel", scaled, "mma_scaled_tcgen05_copy_kernel",
+               {**fp8, **unswizzled_scales}, {"VEC_SIZE": 32}, archs=(100,)),
+        Config("g11 mma_scaled_pipelined_kernel", scaled, "mma_scaled_pipelined_kernel", persistent, scheduler,
+               archs=(100,)),
+        Config("g11 mma_scaled_warp_specialized_kernel", scaled, "mma_scaled_warp_specialized_kernel", persistent,
+               scheduler, archs=(100,)),
+    ]
+
+
+CONFIGS = _configs() + _gluon_configs()
 
 
 def load_tutorial(path: str) -> dict:
@@ -182,13 +228,17 @@ def load_tutorial(path: str) -> dict:
     kernel's source through ``inspect``); statements that fail (``import torch``, a query of the GPU) are dropped.
     Decorators other than the ``jit`` ones are taken off, so that autotune configurations are not needed.
     """
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem in sys.modules and getattr(sys.modules[stem], "__file__", None) == path:
+        return sys.modules[stem].__dict__
     with open(path, encoding="utf-8") as handle:
         source = handle.read()
+    for sibling in re.findall(r'importlib\.import_module\("([\w.-]+)"\)', source):  # tutorials import each other
+        load_tutorial(os.path.join(os.path.dirname(path), sibling + ".py"))
     tree = ast.parse(source, path)
-    name = "fence_tutorial_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_").replace(".", "_")
-    module = types.ModuleType(name)
+    module = types.ModuleType(stem)
     module.__file__ = path
-    sys.modules[name] = module
+    sys.modules[stem] = module
     namespace = module.__dict__
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
@@ -205,14 +255,15 @@ def load_tutorial(path: str) -> dict:
 def compile_config(config: Config, arch: int, directory: str):
     from fence_kernels import compile_kernel
 
-    kernel = load_tutorial(os.path.join(directory, config.file))[config.kernel]
+    namespace = load_tutorial(os.path.join(directory, config.file))
+    kernel = namespace[config.kernel]
     names = list(kernel.arg_names)
     attrs = {(names.index(p),): [["tt.divisibility", 16]] for p in config.divisible}
-    signature = dict(config.signature)
+    signature = {name: kind() if callable(kind) else kind for name, kind in config.signature.items()}
+    constexprs = {name: value(namespace) if callable(value) else value for name, value in config.constexprs.items()}
     options = dict(config.options)
     num_warps = options.pop("num_warps", 4)
-    return compile_kernel(kernel, signature, dict(config.constexprs), arch=arch, num_warps=num_warps, attrs=attrs,
-                          **options)
+    return compile_kernel(kernel, signature, constexprs, arch=arch, num_warps=num_warps, attrs=attrs, **options)
 
 
 def artefacts(config: Config, arch: int, directory: str, out: str | None) -> tuple[str, str, int]:
