@@ -253,6 +253,45 @@ def attention_backward(q_ptr, k_ptr, v_ptr, do_ptr, m_ptr, d_ptr, dq_ptr, dk_ptr
         tl.store(dq_ptr + base + offs_q[:, None] * stride_tok + offs_d[None, :], (dq * sm_scale).to(tl.float16))
 
 
+@triton.jit
+def persistent_matmul_warp_specialized(a_ptr, b_ptr, c_ptr, M, N, K, NUM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
+                                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # A persistent matmul over tiles with warp-specialized loads (tl.range(warp_specialize=True), not flattened,
+    # as Triton's persistent-matmul tutorial runs it on Hopper) and tensor maps built on the device. On sm_90 Triton
+    # 3.6 moves the loader's stage base by stage * 16376 and takes the product off again with a second mad.
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    for tile in tl.range(tl.program_id(0), tl.cdiv(M, BLOCK_M) * tiles_n, NUM_SMS, flatten=False,
+                         warp_specialize=True):
+        off_m = (tile // tiles_n) * BLOCK_M
+        off_n = (tile % tiles_n) * BLOCK_N
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            acc = tl.dot(a_desc.load([off_m, k * BLOCK_K]), b_desc.load([off_n, k * BLOCK_K]).T, acc)
+        c_desc.store([off_m, off_n], acc.to(tl.float16))
+
+
+@triton.jit
+def block_scaled_matmul(a_desc, a_scale_desc, b_desc, b_scale_desc, c_desc, K, BLOCK_M: tl.constexpr,
+                        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr):
+    # mxfp8 x mxfp8 with e8m0 scales in the 5-D TMA layout (32 scales of 4 bytes per 128 rows): tl.dot_scaled
+    # is tcgen05.mma ... block_scale on sm_100, its scales going through tensor memory (tcgen05.cp).
+    off_m = (tl.program_id(0) % tl.cdiv(c_desc.shape[0], BLOCK_M)) * BLOCK_M
+    off_n = (tl.program_id(0) // tl.cdiv(c_desc.shape[0], BLOCK_M)) * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=NUM_STAGES):
+        a = a_desc.load([off_m, k * BLOCK_K])
+        b = b_desc.load([off_n, k * BLOCK_K])
+        a_scale = a_scale_desc.load([0, off_m // 128, k, 0, 0])
+        b_scale = b_scale_desc.load([0, off_n // 128, k, 0, 0])
+        a_scale = a_scale.reshape(BLOCK_M // 128, 1, 32, 4, 4).trans(0, 3, 2, 1, 4).reshape(BLOCK_M, BLOCK_K // 32)
+        b_scale = b_scale.reshape(BLOCK_N // 128, 1, 32, 4, 4).trans(0, 3, 2, 1, 4).reshape(BLOCK_N, BLOCK_K // 32)
+        acc = tl.dot_scaled(a, a_scale, "e4m3", b.T, b_scale, "e4m3", acc)
+    c_desc.store([off_m, off_n], acc.to(tl.float16))
+
+
 def _desc(rows, cols, dtype="fp16"):
     return f"tensordesc<{dtype}[{rows}, {cols}]>"
 
@@ -385,6 +424,24 @@ CORPUS = {
                             fences={90: 2, 100: 2},
                             why="the late pass fences the V load after generic accesses it may overlap "
                                 "(write-after-read/write: fenced since before 3.6); the epilogue store is fenced"),
+    # Adapted from Triton's tutorials (09 persistent matmul, 10 block-scaled matmul): false alarms of issue 36.
+    "persistent_matmul_warp_specialized": Case(
+        persistent_matmul_warp_specialized, {k: v for k, v in _MATMUL_SIGNATURE.items() if not k.startswith("stride")},
+        {"NUM_SMS": 132, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K"),
+        {"num_warps": 4, "num_stages": 4}, archs=(90,), fences={90: 2},
+        shows={"mad.lo.s32": (("3.6",), (90,)), "tensormap.cp_fenceproxy": (ALL, (90,))},
+        why="sm_90 (sm_100 does not warp-specialize an unflattened persistent loop): the loader moves its stage "
+            "base by stage * 16376 for one TMA load and takes it off again with a second mad (3.6); read as "
+            "intervals, the next load seemed to reach the state bytes above the buffers (a false WAW error "
+            "before issue 36); the linear forms keep the base"),
+    "block_scaled_matmul": Case(
+        block_scaled_matmul, {"a_desc": _desc(128, 128, "fp8e4nv"), "a_scale_desc": "tensordesc<u8[1, 1, 1, 2, 256]>",
+                              "b_desc": _desc(256, 128, "fp8e4nv"), "b_scale_desc": "tensordesc<u8[1, 2, 1, 2, 256]>",
+                              "c_desc": _desc(128, 256), "K": "i32"},
+        {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "NUM_STAGES": 4}, ("K",), {"num_warps": 4}, archs=(100,),
+        fences={100: 1}, shows={"kind::mxf8f6f4.block_scale": (ALL, (100,)), "tcgen05.cp": (ALL, (100,))},
+        why="tcgen05 scaled MMA: TMA-loaded fp8 operands and scales (the scales copied to tensor memory by "
+            "tcgen05.cp), the epilogue's TMA store fenced; each MMA operand is bounded by its own size"),
     # Gluon, written as it should be (every fence in place): nothing may be reported.
     "warp_specialized_load": Case(
         fk.warp_specialized_load, {"desc": fk.DESC_64x64, "out_ptr": "*fp16"}, fences={90: 0, 100: 0},

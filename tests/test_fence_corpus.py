@@ -46,7 +46,8 @@ def report_of():
 
     def report(name, arch, kernel):
         if (name, arch) not in reports:
-            reports[(name, arch)] = check_kernel(ptx=kernel.asm["ptx"], ttgir=kernel.asm["ttgir"])
+            reports[(name, arch)] = check_kernel(ptx=kernel.asm["ptx"], ttgir=kernel.asm["ttgir"],
+                                                 shared=kernel.metadata.shared)
         return reports[(name, arch)]
     return report
 
