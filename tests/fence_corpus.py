@@ -213,6 +213,27 @@ def fused_attention(q_desc, k_desc, v_desc, o_desc, N_CTX, sm_scale, BLOCK_M: tl
 
 
 @triton.jit
+def fused_attention_warp_specialized(q_desc, k_desc, v_desc, o_desc, N_CTX, sm_scale, BLOCK_M: tl.constexpr,
+                                     BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+    # The forward attention of Triton's tutorial 06 as it runs on Blackwell: the key loop warp-specialized
+    # (loads, two tcgen05 MMAs per step and the softmax in their own partitions).
+    off_m = tl.program_id(0) * BLOCK_M
+    q = q_desc.load([off_m, 0])
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    for start_n in tl.range(0, N_CTX, BLOCK_N, warp_specialize=True):
+        qk = tl.dot(q, k_desc.load([start_n, 0]).T) * sm_scale
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = tl.dot(p.to(tl.float16), v_desc.load([start_n, 0]), acc * alpha[:, None])
+        m_i = m_new
+    o_desc.store([off_m, 0], (acc / l_i[:, None]).to(tl.float16))
+
+
+@triton.jit
 def attention_backward(q_ptr, k_ptr, v_ptr, do_ptr, m_ptr, d_ptr, dq_ptr, dk_ptr, dv_ptr, stride_tok, stride_head,
                        N_CTX, sm_scale, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
                        HEADS: tl.constexpr):
@@ -442,6 +463,14 @@ CORPUS = {
         fences={100: 1}, shows={"kind::mxf8f6f4.block_scale": (ALL, (100,)), "tcgen05.cp": (ALL, (100,))},
         why="tcgen05 scaled MMA: TMA-loaded fp8 operands and scales (the scales copied to tensor memory by "
             "tcgen05.cp), the epilogue's TMA store fenced; each MMA operand is bounded by its own size"),
+    "fused_attention_warp_specialized": Case(
+        fused_attention_warp_specialized, {"q_desc": _desc(128, 128), "k_desc": _desc(128, 128),
+                                           "v_desc": _desc(128, 128), "o_desc": _desc(128, 128), "N_CTX": "i32",
+                                           "sm_scale": "fp32"}, {"BLOCK_M": 128, "BLOCK_N": 128, "HEAD_DIM": 128},
+        ("N_CTX",), {"num_warps": 4, "num_stages": 2}, archs=(100,),
+        fences={100: 3, ("3.6", 100): 1, ("3.7.0", 100): 1},
+        why="the warp-specialized key loop on sm_100: TMA loads into stages, tcgen05 MMAs reading them after the "
+            "mbarrier wait, P through tensor memory; the epilogue store fenced (3.7.1+ add two more fences)"),
     # Gluon, written as it should be (every fence in place): nothing may be reported.
     "warp_specialized_load": Case(
         fk.warp_specialized_load, {"desc": fk.DESC_64x64, "out_ptr": "*fp16"}, fences={90: 0, 100: 0},
