@@ -2,7 +2,8 @@
 # The native libraries under AddressSanitizer: build cdefs/launcher.c (and cdefs/call.c, the
 # prepared launch's call) with -fsanitize=address into a copy of the package, then run the tests
 # that hand them malformed plans, buffers and configurations (and the packing, error and prepared
-# launch tests, which go through their dry runs) against that build.
+# launch tests, which go through their dry runs, and the property test holding the C packers to the
+# Python ones) against that build.
 #   bash .ci/asan.sh [python]      (the python must have the package's dependencies installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,7 @@ ubsan=$(gcc -print-file-name=libubsan.so)
 echo "running against the AddressSanitizer build ($asan)"
 env LD_PRELOAD="$asan:$ubsan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 PYTHONPATH="$work" \
   "$PY" -P -m pytest -q -p no:cacheprovider --capture=sys tests/test_native.py tests/test_packing.py tests/test_errors.py \
-  tests/test_fuzz_launch_args.py tests/test_prepared.py tests/test_prepared_c.py tests/test_descriptor_c.py tests/test_flat_launch.py tests/test_fast_dispatch.py -x "${@:2}"
+  tests/test_fuzz_launch_args.py tests/test_prepared.py tests/test_prepared_c.py tests/test_descriptor_c.py tests/test_flat_launch.py tests/test_fast_dispatch.py \
+  tests/test_packers_agree.py tests/test_header_codes.py -x "${@:2}"
 env LD_PRELOAD="$asan:$ubsan" ASAN_OPTIONS=detect_leaks=0 PYTHONPATH="$work" \
   "$PY" -P -c "import launcher._native as n, launcher._call as c; print('the tests ran against', n.__file__, c.__file__)"
