@@ -405,3 +405,22 @@ $L__BB0_2:
     # without the cancelling mad the stage grows without bound: the load may reach the store
     uncancelled = body.replace("mad.lo.s32 \t%r292, %r284, -16376, %r277;", "mov.b32 \t%r292, %r277;")
     assert [f.severity for f in check_ptx(kernel(uncancelled))] == ["unknown"]
+
+
+def test_a_descriptor_stepped_in_a_loop_is_widened():
+    # a descriptor advanced by 2 units (32 bytes) every iteration: the analysis must reach a fixed point
+    body = """
+	mov.b32 	%r39, global_smem;
+	bfe.u32 	%r41, %r39, 4, 14;
+	cvt.u64.u32 	%rd1, %r41;
+$L__BB0_2:
+	add.s64 	%rd1, %rd1, 2;
+	wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%f1,%f2}, %rd1, %rd1, 0, 1, 1, 0, 1;
+	st.shared.b32 	[%r39+65536], %r1;
+	@%p1 bra 	$L__BB0_2;
+	ret;
+"""
+    findings = check_ptx(kernel(body))
+    assert [f.severity for f in findings] == ["unknown"]
+    assert "without a bound" in findings[0].message
+    assert check_ptx(kernel(body), shared=1024) == []  # the store lies past a 1 KiB allocation: no overlap

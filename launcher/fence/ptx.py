@@ -149,6 +149,8 @@ def _shared_symbol(statement: str):
     if not name or name[0].isdigit() or (end and head[end - 1] == "."):
         return None
     return name
+
+
 _DECLARED_TYPE = re.compile(r"\.[bsuf](8|16|32|64)\b")
 
 
@@ -723,7 +725,7 @@ def _widen(old, new):
     if isinstance(new, SharedAddress):
         return SharedAddress(new.symbol, min(new.lo, 0), None)
     if isinstance(new, MatrixDescriptor):
-        return MatrixDescriptor(SharedAddress(new.address.symbol, min(new.address.lo, 0), None), new.step)
+        return MatrixDescriptor(SharedAddress(new.address.symbol, min(new.address.lo, 0), None))  # step: anywhere
     return new
 
 
