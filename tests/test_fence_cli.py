@@ -161,3 +161,17 @@ def test_module_entry_point_runs_without_triton(tmp_path, fenced):
                             "print('triton' in sys.modules, 'torch' in sys.modules)"],
                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert check.stdout.split() == ["False", "False"], check.stderr
+
+
+def test_the_metadata_json_gives_the_shared_bytes(tmp_path):
+    # check_metadata_group and the check command bound every region by the kernel's shared allocation, which
+    # Triton's cache records in the kernel's metadata .json
+    from launcher.fence.checker import metadata_shared
+
+    good, bad, other = tmp_path / "k.json", tmp_path / "bad.json", tmp_path / "other.json"
+    good.write_text('{"name": "k", "shared": 164328, "num_warps": 4}')
+    bad.write_text("{not json")
+    other.write_text('{"shared": true}')
+    assert metadata_shared(str(good)) == 164328
+    assert metadata_shared(str(bad)) is None and metadata_shared(str(other)) is None
+    assert metadata_shared(str(tmp_path / "missing.json")) is None and metadata_shared(None) is None
