@@ -153,6 +153,8 @@ COMMANDS = (
     ("check", "fence-check .ptx/.ttgir files or a Triton cache directory (`check --help`)"),
     ("inspect", "the kernels, variants, targets and autotune choices of a bundle (`inspect --help`)"),
     ("bench", "launch-latency benchmarks on a GPU -> JSON, Markdown, PNG"),
+    ("show-generated", "print the code generated for a kernel: MODULE:KERNEL (the guarded fast path) or "
+                       "BUNDLE KERNEL (a bundled kernel's call) (`show-generated --help`)"),
 )
 
 
@@ -202,6 +204,10 @@ def _main(argv=None) -> int:
 
         return bundle_inspect.main(argv[1:])
     prog = _prog()
+    if argv and argv[0] == "show-generated":
+        from launcher import show_generated
+
+        return show_generated.main(argv[1:], prog=f"{prog} show-generated")
     ap = argparse.ArgumentParser(
         prog=prog,
         description="launcher: a precompiled, checked drop-in replacement for Triton's NVIDIA kernel launcher. "

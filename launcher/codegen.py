@@ -297,8 +297,8 @@ def _launcher_call(grid, {params}**_launcher_options):
         return _launcher_fallback(_launcher_no, grid, False, _launcher_options, ({names}))
     if _launcher_e is not None:
         {unpack}
-        if _launcher_hash is _launcher_JIT.hash and _launcher_caches is _launcher_JIT.device_caches.get(_launcher_dev) \\
-                and _launcher_kernel_get(_launcher_triton_key) is _launcher_kernel:
+        if (_launcher_hash is _launcher_JIT.hash and _launcher_caches is _launcher_JIT.device_caches.get(_launcher_dev)
+                and _launcher_kernel_get(_launcher_triton_key) is _launcher_kernel):
             _launcher_HITS[0] += 1
         else:  # the kernel's source changed, or its caches were cleared or no longer hold it
             _launcher_e = None
