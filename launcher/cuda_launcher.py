@@ -375,16 +375,10 @@ class _Shape:
         self.new_out, self.split, self.split_bytes = new_out, split, split_bytes
         self.encoders = encoders = {}  # argument path -> encoder of that tensor descriptor
 
-        def visit(args, prefix):
-            for i, a in enumerate(args):
-                path = prefix + (i,)
-                if a.kind == "tuple":
-                    visit(a.children, path)
-                elif a.kind == "tensordesc":
-                    encoders[path] = (descriptor_encoder(a.desc.meta, a.desc.ndim, spec.conventions)
-                                      if a.desc.tma is not None else decomposer(spec.conventions.tensordesc_tf32_flag, a.desc.ndim))
-
-        visit(layout.args, ())
+        for path, a in S.leaves(layout.args):
+            if a.kind == "tensordesc":
+                encoders[path] = (descriptor_encoder(a.desc.meta, a.desc.ndim, spec.conventions)
+                                  if a.desc.tma is not None else decomposer(spec.conventions.tensordesc_tf32_flag, a.desc.ndim))
         self.pack_all = pack_all = struct.Struct(layout.format).pack
         scratch = spec.global_scratch[0] or spec.profile_scratch[0]  # only then is the head packed apart
         self.flat_checks = None if scratch else c_checks(layout)  # FlatLaunch's, made once per shape

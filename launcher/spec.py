@@ -480,7 +480,7 @@ class LaunchSpec:
         def arg_json(name, arg):
             return {"name": name, "type": _unfreeze(arg.type)}
 
-        descs = [a.desc.meta for a in _walk(self.layout.args) if a.kind == "tensordesc" and a.desc.tma is not None]
+        descs = [a.desc.meta for _, a in leaves(self.layout.args) if a.kind == "tensordesc" and a.desc.tma is not None]
         return {
             "format": SPEC_FORMAT, "version": SPEC_VERSION,
             "kernel": self.kernel,
@@ -529,10 +529,15 @@ class ShapeKey:
         return self._hash
 
 
-def _walk(args):
-    for a in args:
-        yield a
-        yield from _walk(a.children)
+def leaves(args, prefix=()):
+    """(path, Arg) of every argument of the tree `args` that is not a tuple, depth first in
+    parameter order: the one walk over an argument layout (constexprs included; a tuple's items
+    at path + (j,))."""
+    for i, a in enumerate(args):
+        if a.kind == "tuple":
+            yield from leaves(a.children, prefix + (i,))
+        else:
+            yield prefix + (i,), a
 
 
 def _unfreeze(ty):

@@ -223,30 +223,23 @@ class Variant:
         aligned, constants = set(spec.aligned), dict(spec.constants)
         out = {("opt", k, repr(self.options.get(k))) for k in self.defaults}
 
-        def visit(args, prefix):
-            for i, a in enumerate(args):
-                path = prefix + (i,)
-                if a.kind == "tuple":
-                    visit(a.children, path)
-                    continue
-                if a.kind == "constexpr":
-                    if path in constants:
-                        v = constants[path]
-                        out.add(("const", path, repr(S._constant_key(v))))
-                        if type(v) is int:
-                            out.update(_int_atoms(path, int_type(v)))
-                            if divisible(v):
-                                out.add(("div16", path))
-                    continue
-                ty = a.type.replace("*k", "*") if isinstance(a.type, str) else a.type
-                if a.kind == "scalar" and ty in INT_TYPES:
-                    out.update(_int_atoms(path, ty))
-                else:
-                    out.add(("type", path, ty))
-                if path in aligned:
-                    out.add(("div16", path))
-
-        visit(spec.args, ())
+        for path, a in S.leaves(spec.args):
+            if a.kind == "constexpr":
+                if path in constants:
+                    v = constants[path]
+                    out.add(("const", path, repr(S._constant_key(v))))
+                    if type(v) is int:
+                        out.update(_int_atoms(path, int_type(v)))
+                        if divisible(v):
+                            out.add(("div16", path))
+                continue
+            ty = a.type.replace("*k", "*") if isinstance(a.type, str) else a.type
+            if a.kind == "scalar" and ty in INT_TYPES:
+                out.update(_int_atoms(path, ty))
+            else:
+                out.add(("type", path, ty))
+            if path in aligned:
+                out.add(("div16", path))
         return out
 
     def describe(self) -> str:
@@ -255,19 +248,13 @@ class Variant:
         constants = dict(spec.constants)
         aligned = set(spec.aligned)
 
-        def visit(args, prefix):
-            for i, a in enumerate(args):
-                path = prefix + (i,)
-                name = spec.arg_name(path)
-                if a.kind == "tuple":
-                    visit(a.children, path)
-                elif a.kind == "constexpr":
-                    if path in constants:
-                        parts.append(f"{name}={_show_constant(constants[path])}")
-                else:
-                    parts.append(f"{name}: {a.type}" + (" (16-aligned)" if path in aligned else ""))
-
-        visit(spec.args, ())
+        for path, a in S.leaves(spec.args):
+            name = spec.arg_name(path)
+            if a.kind == "constexpr":
+                if path in constants:
+                    parts.append(f"{name}={_show_constant(constants[path])}")
+            else:
+                parts.append(f"{name}: {a.type}" + (" (16-aligned)" if path in aligned else ""))
         opts = [f"{k}={self.options[k]!r}" for k in self.defaults if k in self.options
                 and not _same_option(self.options[k], self.defaults[k])]
         return f"{self.id} (sm_{self.arch}: " + ", ".join(parts + opts) + ")"
