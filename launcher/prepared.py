@@ -39,7 +39,7 @@ import struct
 from launcher import driver, triton_adapter as A
 from launcher import spec as S
 from launcher._call import FastCall
-from launcher.arguments import refuse_bool_stream
+from launcher.arguments import grid3, refuse_bool_stream
 from launcher.checks import Assumptions, c_checks
 from launcher.cuda_launcher import CudaLauncher
 from launcher.specialization import AssumptionCheck, AssumptionError
@@ -267,10 +267,7 @@ class PreparedLaunch(FastCall):
             return self.grid
         if callable(grid):
             grid = grid({p.name: v for p, v in zip(self.params, values)})
-        if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
-            raise TypeError(f"kernel {self.spec.kernel!r}: the grid must be a tuple of 1 to 3 ints "
-                            f"(or a callable returning one), got {grid!r}")
-        return (tuple(grid) + (1, 1))[:3]
+        return grid3(grid, self.spec.kernel)
 
     def _values_for(self, args, kwargs) -> tuple:
         if not args and not kwargs:
