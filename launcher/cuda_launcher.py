@@ -38,8 +38,6 @@ from launcher.tensormap import TensorMap, decomposer, descriptor_encoder, tensor
 log = logging.getLogger("launcher")
 
 # Launch attributes and their values (cdefs/launcher.h; CUDA's launch-attribute enums).
-_SPREAD = 1  # CU_CLUSTER_SCHEDULING_POLICY_SPREAD
-_OVERSIZED = 3  # CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED
 _OVERSIZED_ABOVE = 228 * 1024  # Triton 3.8+ launches larger shared memory in the oversized mode
 
 
@@ -48,7 +46,8 @@ def launch_attributes(spec, num_ctas: int, shared: int) -> list:
     _, lib = driver.native()
     attrs = []
     if spec.conventions.oversized_shared and shared > _OVERSIZED_ABOVE:
-        attrs.append((lib.LAUNCHER_ATTR_SHARED_MEMORY_MODE, (_OVERSIZED, 0, 0)))
+        attrs.append((lib.LAUNCHER_ATTR_SHARED_MEMORY_MODE,
+                      (driver.number("CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED_SHARED_MEMORY"), 0, 0)))
     if spec.launch_pdl:
         attrs.append((lib.LAUNCHER_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION, (1, 0, 0)))
     if spec.launch_cooperative_grid:
@@ -56,7 +55,8 @@ def launch_attributes(spec, num_ctas: int, shared: int) -> list:
     cluster = spec.cluster_dims if num_ctas == spec.num_ctas else (num_ctas, 1, 1)
     if cluster != (1, 1, 1):
         attrs.append((lib.LAUNCHER_ATTR_CLUSTER_DIMENSION, tuple(cluster)))
-        attrs.append((lib.LAUNCHER_ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE, (_SPREAD, 0, 0)))
+        attrs.append((lib.LAUNCHER_ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+                      (driver.number("CU_CLUSTER_SCHEDULING_POLICY_SPREAD"), 0, 0)))
     return attrs
 
 
