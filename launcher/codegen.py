@@ -104,27 +104,27 @@ def {name}(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_
         self._bad_call(exc, gridX, gridY, gridZ, stream, function, kernel_metadata, args)
 '''
 
+# A launch between the launch hooks: the one home of that sequence. The generated launch and dry
+# run are made from it, and so is hooked_call, which the plan-driven ones call.
+_HOOKED = '''\
+if launch_enter_hook is not None:
+    launch_enter_hook(launch_metadata)
+status = {call}
+if status:
+    self._launch_failed(status, buf)
+if launch_exit_hook is not None:
+    launch_exit_hook(launch_metadata)
+'''
+
+
+def _indented(text: str, spaces: int) -> str:
+    return "".join(" " * spaces + line if line.strip() else line for line in text.splitlines(True))
+
+
 TEMPLATES = {
-    "launch": _HEAD + '''\
-    if launch_enter_hook is not None:
-        launch_enter_hook(launch_metadata)
-    status = c_launch(plan, buf, SIZE)
-    if status:
-        self._launch_failed(status, buf)
-    if launch_exit_hook is not None:
-        launch_exit_hook(launch_metadata)
-''',
-    "dry_run": _HEAD + '''\
-    if launch_enter_hook is not None:
-        launch_enter_hook(launch_metadata)
-    out = new_out()
-    status = c_dry_run(plan, buf, SIZE, out, OUT_SIZE)
-    if status:
-        self._launch_failed(status, buf)
-    if launch_exit_hook is not None:
-        launch_exit_hook(launch_metadata)
-    return split(out)
-''',
+    "launch": _HEAD + _indented(_HOOKED.format(call="c_launch(plan, buf, SIZE)"), 4),
+    "dry_run": _HEAD + "    out = new_out()\n"
+    + _indented(_HOOKED.format(call="c_dry_run(plan, buf, SIZE, out, OUT_SIZE)"), 4) + "    return split(out)\n",
     "pack": _HEAD + '''\
     return plan, buf, ({keep})
 ''',
@@ -462,3 +462,16 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
     run.__qualname__ = f"{name}.run (launcher guard, generated)"
     call.__qualname__ = f"{name}[grid] (launcher guard, generated)"
     return run, call
+
+
+def _make_hooked_call():
+    source = ("def hooked_call(self, c_call, plan, buf, size, launch_metadata, launch_enter_hook, launch_exit_hook,"
+              " *out):\n"
+              '    """c_call(plan, buf, size, *out) between the launch hooks (_HOOKED), for the plan-driven launch\n'
+              '    and dry run (CudaLauncher._launch_planned, dry_run_planned)."""\n'
+              + _indented(_HOOKED.format(call="c_call(plan, buf, size, *out)"), 4))
+    fn, = define(source, "hooked call", {}, "hooked_call")
+    return fn
+
+
+hooked_call = _make_hooked_call()

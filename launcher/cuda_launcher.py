@@ -187,13 +187,8 @@ class CudaLauncher:
                         launch_enter_hook, launch_exit_hook, *args):
         shape = self._shape
         plan, buf, _keep = self._pack_planned(grid_x, grid_y, grid_z, stream, function, kernel_metadata, args)
-        if launch_enter_hook is not None:
-            launch_enter_hook(launch_metadata)
-        status = shape.c_launch(plan, buf, len(buf))
-        if status:
-            self._launch_failed(status, buf)
-        if launch_exit_hook is not None:
-            launch_exit_hook(launch_metadata)
+        codegen.hooked_call(self, shape.c_launch, plan, buf, len(buf), launch_metadata, launch_enter_hook,
+                            launch_exit_hook)
         shape.launches += 1
         if shape.launches >= self.HOT_AFTER:  # this launcher's next launches: the generated code
             self.__class__ = shape.make_hot()
@@ -212,15 +207,10 @@ class CudaLauncher:
                         launch_enter_hook, launch_exit_hook, *args):
         """The dry run through the plan-driven packer, however hot the launcher is."""
         plan, buf, _keep = self._pack_planned(gridX, gridY, gridZ, stream, function, kernel_metadata, args)
-        if launch_enter_hook is not None:
-            launch_enter_hook(launch_metadata)
         shape = self._shape
         out = shape.new_out()
-        status = shape.c_dry_run(plan, buf, len(buf), out, shape.out_size)
-        if status:
-            self._launch_failed(status, buf)
-        if launch_exit_hook is not None:
-            launch_exit_hook(launch_metadata)
+        codegen.hooked_call(self, shape.c_dry_run, plan, buf, len(buf), launch_metadata, launch_enter_hook,
+                            launch_exit_hook, out, shape.out_size)
         return shape.split(out)
 
     def pack(self, gridX, gridY, gridZ, stream, function, kernel_metadata, *args):
