@@ -35,6 +35,7 @@ import struct
 import zlib
 
 from launcher import elf
+from launcher.codegen import RESERVED
 from launcher import spec as S
 
 FORMAT = "launcher.bundle"
@@ -497,8 +498,10 @@ def _deeper_than(data, limit: int) -> bool:
 
 
 def _is_identifier(name) -> bool:
+    """A usable Python parameter name that generated code may bind (none starts with
+    codegen.RESERVED, the prefix of the names it gives itself)."""
     return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name) \
-        and name != "__debug__" and not name.startswith("_launcher") and name.isascii()
+        and name != "__debug__" and not name.startswith(RESERVED) and name.isascii()
 
 
 class _Reader:

@@ -38,7 +38,7 @@ from launcher.arguments import check_header, grid3, refuse_bool_stream
 from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
 from launcher.fence_hook import fence_policy
-from launcher.specialization import DIVISIBILITY_MASK, INT_KEYS, _tensordesc_type, array_interface, divisible, int_key
+from launcher.specialization import INT_KEYS, _tensordesc_type, array_interface, divisible, int_key
 
 log = logging.getLogger("launcher.bundle")
 
@@ -151,124 +151,10 @@ def _leaf_kind(args):
 _KEY_OF = {"pointer": key_of_pointer, "int": key_of, "descriptor": key_of_descriptor}  # else key_of
 
 
-def _leaf_key(var, kind, torch_inline: bool) -> str:
-    """The key expression of `var`, an argument (or a tuple's item) keyed as `kind` (_leaf_kind,
-    not a tuple): what key_of gives, with the common cases inline. A torch tensor's `var`
-    becomes its data_ptr() (what the launch takes), read once."""
-    if kind == "pointer":
-        return (f"(({var}.__class__, {var}.dtype, not ({var} := {var}.data_ptr()) & {DIVISIBILITY_MASK}) "
-                f"if {var}.__class__ is _launcher_TENSOR else _launcher_key_of_pointer({var}))") \
-            if torch_inline else f"_launcher_key_of_pointer({var})"
-    if kind == "int":  # an int passed before: one lookup (int_key fills the table; no key is 0)
-        return f"((_launcher_IK.get({var}) or _launcher_key_of({var})) if {var}.__class__ is _launcher_int else _launcher_key_of({var}))"
-    if kind == "float":
-        return f"(_launcher_FLOAT if {var}.__class__ is _launcher_float else _launcher_key_of({var}))"
-    if kind == "descriptor":
-        return f"_launcher_key_of_descriptor({var})"
-    return f"_launcher_key_of({var})"
-
-
-def _tuple_key_lines(out, var, items, result, depth, torch_inline):
-    """Append to `out` the lines that set `result` to key_of(`var`) for a tuple whose items are
-    keyed as `items` (_leaf_kind): item by item for a tuple of that length, else key_of."""
-    pad = "    " * depth
-    names = [f"{result}_{j}" for j in range(len(items))]
-    out.append(f"{pad}if {var}.__class__ is _launcher_tuple and _launcher_len({var}) == {len(items)}:\n")
-    if names:
-        out.append(f"{pad}    {', '.join(names)}, = {var}\n")
-    keys = []
-    for name, kind in zip(names, items):
-        if isinstance(kind, list):
-            _tuple_key_lines(out, name, kind, name + "k", depth + 1, torch_inline)
-            keys.append(name + "k")
-        else:
-            keys.append(_leaf_key(name, kind, torch_inline))
-    out.append(f"{pad}    {result} = (_launcher_tuple, ({''.join(k + ', ' for k in keys)}))\n")
-    if torch_inline and _has_pointer(items):  # the launch takes the tuple with the addresses read for the key
-        out.append(f"{pad}    {var} = ({''.join(n + ', ' for n in names)})\n")
-    out.append(f"{pad}else:\n{pad}    {result} = _launcher_key_of({var})\n")
-
-
-def _has_pointer(items) -> bool:
-    """Whether a tuple keyed as `items` (_leaf_kind) holds a pointer, at any depth."""
-    return any(_has_pointer(k) if isinstance(k, list) else k == "pointer" for k in items)
-
-
-_TEMPLATE = '''\
-def launch(_launcher_grid, /, {signature}):
-    if _launcher_extra:
-        _launcher_too_many({count}, _launcher_extra)
-    _launcher_args = ({names})
-    if _launcher_options:
-        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, _launcher_options, None)
-    _launcher_key = None
-    try:
-{prelude}        _launcher_key = ({keys}_launcher_device())
-        _launcher_entry = _launcher_cache[_launcher_key]
-    except _launcher_KeyError:
-        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, _launcher_key)
-    except _launcher_Exception:
-        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, None)
-    _launcher_n = _launcher_len(_launcher_grid) if _launcher_grid.__class__ is _launcher_tuple else 0
-    if _launcher_n == 3:
-        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid
-    elif _launcher_n == 1:
-        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid[0], 1, 1
-    else:
-        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_entry.grid3(_launcher_grid, _launcher_args)
-    _launcher_s = _launcher_entry.stream() if {stream} is None else _launcher_stream_of({stream})
-    if _launcher_entry.adjusts:
-        _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
-                            _launcher_entry.metadata, None, None, None, *_launcher_entry.complete(_launcher_args))
-    else:  # the torch tensors keyed inline (in tuples too) are their data_ptr() here; None: launched in C
-        _launcher_st = _launcher_entry.flat(_launcher_entry.function, _launcher_s,
-                                            (_launcher_g0, _launcher_g1, _launcher_g2), {names})
-        if _launcher_st is not None:
-            _launcher_entry.not_flat(_launcher_st, _launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, {names})
-'''
-
-_BIND = '''\
-def bind({signature}):
-    return ({names}), _launcher_options, {stream}
-'''
-
-
-def _signature(params, layer_names, with_extra):
-    """The parameter list of a generated function with the kernel's own parameters: those a
-    layer may supply or with a default get a MISSING default (the real one is filled in later,
-    so that the call path knows what the caller passed), `stream=` unless the kernel has a
-    parameter of that name, surplus positional arguments in `_launcher_extra` (to say how many
-    the kernel takes) and compile options in `**_launcher_options`."""
-    positional, keyword = [], []
-    defaulted = False
-    for p in params:
-        if p.has_default or p.name in layer_names:
-            text = f"{p.name}=_launcher_MISSING"
-            defaulted = True
-        elif defaulted and not p.keyword_only:
-            text = f"{p.name}=_launcher_REQUIRED"
-        else:
-            text = p.name
-        (keyword if p.keyword_only else positional).append(text)
-    names = [p.name for p in params]
-    stream = "stream" if "stream" not in names else "None"
-    star = ["*_launcher_extra"] if with_extra else ["*"]
-    tail = ["stream=None"] if stream == "stream" else []
-    parts = positional + star + keyword + tail + ["**_launcher_options"]
-    if parts[len(positional)] == "*" and len(parts) == len(positional) + 2:  # '*' then only **options
-        parts.remove("*")
-    namespace = {"_launcher_MISSING": V.MISSING, "_launcher_REQUIRED": REQUIRED}
-    return ", ".join(parts), stream, namespace
-
-
-# The builtins the generated code uses, under names no kernel parameter can take.
-_BUILTINS = codegen.reserved_builtins("_launcher_", int, float, tuple, len, KeyError, Exception)
-
-
 def _compile(source, kind, namespace, qualname):
     """The function `source` defines, reading the names of `namespace` (codegen.define: kernels of
     one signature share its code). The builtins it uses come under names no parameter can take."""
-    fn, = codegen.define(source, f"bundle {kind}", {**namespace, **_BUILTINS}, kind)
+    fn, = codegen.define(source, f"bundle {kind}", {**namespace, **codegen.BUNDLE_BUILTINS}, kind)
     fn.__qualname__ = qualname
     return fn
 
@@ -388,14 +274,16 @@ class BundleKernel:
     def _bind(self, *args, **kwargs):
         """(arguments by parameter, compile options, stream) of a call, bound as the launch binds them."""
         if self._binder is None:
-            signature, stream, namespace = _signature(self.params, self._layer_names, with_extra=False)
-            self._binder = _compile(_BIND.format(signature=signature, names="".join(f"{n}, " for n in self.names),
+            signature, stream, namespace = codegen.bundle_signature(self.params, self._layer_names, False,
+                                                                    V.MISSING, REQUIRED)
+            self._binder = _compile(codegen.BUNDLE_BIND.format(signature=signature, names="".join(f"{n}, " for n in self.names),
                                                  stream=stream), "bind", namespace, self.name)
         return self._binder(*args, **kwargs)
 
     def _generate(self):
         variants, raw = self._variants, self._raw
-        signature, stream, namespace = _signature(self.params, self._layer_names, with_extra=True)
+        signature, stream, namespace = codegen.bundle_signature(self.params, self._layer_names, True, V.MISSING,
+                                                                REQUIRED)
         torch = sys.modules.get("torch") if _torch_cuda() and _torch_raw else None  # tensors keyed inline
         keys, prelude = [], []
         for i, p in enumerate(self.params):
@@ -412,9 +300,9 @@ class BundleKernel:
                 namespace[f"_launcher_k{i}"] = _KEY_OF.get(leaf if isinstance(leaf, str) else "tuple", key_of)
                 if isinstance(leaf, list):  # a tuple of a known structure: keyed item by item
                     key = f"_launcher_t{i}"
-                    _tuple_key_lines(prelude, a, leaf, key, 2, torch is not None)
+                    codegen.bundle_tuple_key_lines(prelude, a, leaf, key, 2, torch is not None)
                 else:
-                    key = _leaf_key(a, leaf, torch is not None)
+                    key = codegen.bundle_key(a, leaf, torch is not None)
             keys.append(key + ", ")
         positional = sum(1 for p in self.params if not p.keyword_only)
         namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache,
@@ -423,7 +311,7 @@ class BundleKernel:
                          _launcher_TENSOR=torch.Tensor if torch is not None else None, _launcher_FLOAT=_FLOAT,
                          _launcher_IK=INT_KEYS[True, True], _launcher_key_of=key_of,
                          _launcher_key_of_pointer=key_of_pointer, _launcher_key_of_descriptor=key_of_descriptor)
-        source = _TEMPLATE.format(signature=signature, stream=stream, count=positional, prelude="".join(prelude),
+        source = codegen.BUNDLE_CALL.format(signature=signature, stream=stream, count=positional, prelude="".join(prelude),
                                   names="".join(f"{n}, " for n in self.names), keys="".join(keys))
         # per parameter, the function whose key the generated code computes (inline or by calling it)
         self._key_functions = tuple(namespace[f"_launcher_k{i}"] for i in range(len(self.params)))

@@ -464,6 +464,129 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
     return run, call
 
 
+# -- a bundled kernel's call (launcher.bundle_kernel.BundleKernel: `bundle.kernel[grid](...)`) --
+# One function per kernel, with the kernel's own signature, binds the arguments, keys them (the
+# common kinds inline, as bundle_kernel's key functions key them), looks the entry up and
+# launches it (in one C call where the variant has a flat launch); a new key, options or
+# anything odd go to the kernel's slow path, which chooses, checks and explains.
+def bundle_key(var, kind, torch_inline: bool) -> str:
+    """The key expression of `var`, an argument (or a tuple's item) of a bundled kernel keyed as
+    `kind` (launcher.bundle_kernel._leaf_kind, not a tuple): what bundle_kernel.key_of gives, with
+    the common cases inline. A torch tensor's `var`
+    becomes its data_ptr() (what the launch takes), read once."""
+    if kind == "pointer":
+        return (f"(({var}.__class__, {var}.dtype, not ({var} := {var}.data_ptr()) & {DIVISIBILITY_MASK}) "
+                f"if {var}.__class__ is _launcher_TENSOR else _launcher_key_of_pointer({var}))") \
+            if torch_inline else f"_launcher_key_of_pointer({var})"
+    if kind == "int":  # an int passed before: one lookup (int_key fills the table; no key is 0)
+        return f"((_launcher_IK.get({var}) or _launcher_key_of({var})) if {var}.__class__ is _launcher_int else _launcher_key_of({var}))"
+    if kind == "float":
+        return f"(_launcher_FLOAT if {var}.__class__ is _launcher_float else _launcher_key_of({var}))"
+    if kind == "descriptor":
+        return f"_launcher_key_of_descriptor({var})"
+    return f"_launcher_key_of({var})"
+
+
+def bundle_tuple_key_lines(out, var, items, result, depth, torch_inline):
+    """Append to `out` the lines that set `result` to key_of(`var`) for a tuple whose items are
+    keyed as `items` (bundle_kernel._leaf_kind): item by item for a tuple of that length, else key_of."""
+    pad = "    " * depth
+    names = [f"{result}_{j}" for j in range(len(items))]
+    out.append(f"{pad}if {var}.__class__ is _launcher_tuple and _launcher_len({var}) == {len(items)}:\n")
+    if names:
+        out.append(f"{pad}    {', '.join(names)}, = {var}\n")
+    keys = []
+    for name, kind in zip(names, items):
+        if isinstance(kind, list):
+            bundle_tuple_key_lines(out, name, kind, name + "k", depth + 1, torch_inline)
+            keys.append(name + "k")
+        else:
+            keys.append(bundle_key(name, kind, torch_inline))
+    out.append(f"{pad}    {result} = (_launcher_tuple, ({''.join(k + ', ' for k in keys)}))\n")
+    if torch_inline and _has_pointer(items):  # the launch takes the tuple with the addresses read for the key
+        out.append(f"{pad}    {var} = ({''.join(n + ', ' for n in names)})\n")
+    out.append(f"{pad}else:\n{pad}    {result} = _launcher_key_of({var})\n")
+
+
+def _has_pointer(items) -> bool:
+    """Whether a tuple keyed as `items` (bundle_kernel._leaf_kind) holds a pointer, at any depth."""
+    return any(_has_pointer(k) if isinstance(k, list) else k == "pointer" for k in items)
+
+
+BUNDLE_CALL = '''\
+def launch(_launcher_grid, /, {signature}):
+    if _launcher_extra:
+        _launcher_too_many({count}, _launcher_extra)
+    _launcher_args = ({names})
+    if _launcher_options:
+        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, _launcher_options, None)
+    _launcher_key = None
+    try:
+{prelude}        _launcher_key = ({keys}_launcher_device())
+        _launcher_entry = _launcher_cache[_launcher_key]
+    except _launcher_KeyError:
+        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, _launcher_key)
+    except _launcher_Exception:
+        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, None)
+    _launcher_n = _launcher_len(_launcher_grid) if _launcher_grid.__class__ is _launcher_tuple else 0
+    if _launcher_n == 3:
+        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid
+    elif _launcher_n == 1:
+        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid[0], 1, 1
+    else:
+        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_entry.grid3(_launcher_grid, _launcher_args)
+    _launcher_s = _launcher_entry.stream() if {stream} is None else _launcher_stream_of({stream})
+    if _launcher_entry.adjusts:
+        _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
+                            _launcher_entry.metadata, None, None, None, *_launcher_entry.complete(_launcher_args))
+    else:  # the torch tensors keyed inline (in tuples too) are their data_ptr() here; None: launched in C
+        _launcher_st = _launcher_entry.flat(_launcher_entry.function, _launcher_s,
+                                            (_launcher_g0, _launcher_g1, _launcher_g2), {names})
+        if _launcher_st is not None:
+            _launcher_entry.not_flat(_launcher_st, _launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, {names})
+'''
+
+BUNDLE_BIND = '''\
+def bind({signature}):
+    return ({names}), _launcher_options, {stream}
+'''
+
+
+def bundle_signature(params, layer_names, with_extra: bool, missing, required):
+    """The parameter list of a generated function with the kernel's own parameters: those a
+    layer may supply or with a default get a MISSING default (the real one is filled in later,
+    so that the call path knows what the caller passed), `stream=` unless the kernel has a
+    parameter of that name, surplus positional arguments in `_launcher_extra` (to say how many
+    the kernel takes) and compile options in `**_launcher_options`. missing, required: the
+    bundle's sentinels for a left-out argument and a required one after a default."""
+    positional, keyword = [], []
+    defaulted = False
+    for p in params:
+        if p.has_default or p.name in layer_names:
+            text = f"{p.name}=_launcher_MISSING"
+            defaulted = True
+        elif defaulted and not p.keyword_only:
+            text = f"{p.name}=_launcher_REQUIRED"
+        else:
+            text = p.name
+        (keyword if p.keyword_only else positional).append(text)
+    names = [p.name for p in params]
+    stream = "stream" if "stream" not in names else "None"
+    star = ["*_launcher_extra"] if with_extra else ["*"]
+    tail = ["stream=None"] if stream == "stream" else []
+    parts = positional + star + keyword + tail + ["**_launcher_options"]
+    if parts[len(positional)] == "*" and len(parts) == len(positional) + 2:  # '*' then only **options
+        parts.remove("*")
+    namespace = {"_launcher_MISSING": missing, "_launcher_REQUIRED": required}
+    return ", ".join(parts), stream, namespace
+
+
+# The builtins the generated code uses, under names no kernel parameter can take.
+BUNDLE_BUILTINS = reserved_builtins(RESERVED, int, float, tuple, len, KeyError, Exception)
+
+
+
+
 def _make_hooked_call():
     source = ("def hooked_call(self, c_call, plan, buf, size, launch_metadata, launch_enter_hook, launch_exit_hook,"
               " *out):\n"
