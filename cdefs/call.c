@@ -6,10 +6,13 @@
  * checked is decided once, in Python (launcher.checks.c_checks, with the prepared call's
  * assumptions: the same facts as launcher.specialization.AssumptionCheck), and handed to
  * FastCall._fast_set as plain tuples of the header's LAUNCHER_CHECK_* and LAUNCHER_PACK_* codes;
- * this file only carries it out.  Every argument the tests below do not pass, every keyword
- * argument and every launch with hooks set goes to the Python method `launch`, which binds,
- * checks and explains (an AssumptionError naming the parameter): the C path never raises about
- * an argument, it only declines.
+ * this file only carries it out.  A call with keywords (or fewer arguments) is bound here as
+ * Python binds the kernel's parameters (bind_call: by name, the left-out ones filled with their
+ * prepared or default values), then checked as a positional one.  Every argument the tests below
+ * do not pass, every keyword that is not a parameter (launch options, grid=, stream=), every call
+ * Python's binding would refuse and every launch with hooks set goes to the Python method
+ * `launch`, which binds, checks and explains (a TypeError, an AssumptionError naming the
+ * parameter): the C path never raises about an argument, it only declines.
  *
  * The native library (launcher._native, cffi) is called through function pointers whose
  * addresses Python passes in (typed here by cdefs/launcher.h's prototypes, which this file
@@ -79,6 +82,8 @@ typedef struct {
     Py_ssize_t n_checks, n_min;
     PyObject *checks;      /* a capsule of n_checks checks; NULL: new arguments take the general path */
     PyObject *trailing;    /* prepared values of the trailing constexprs a call may leave out */
+    PyObject *keywords;    /* {name: index} of the parameters a call may pass by name (exact str keys) */
+    PyObject *defaults;    /* per parameter: (value,) a call that leaves it out gets, or () */
     PyObject *split;       /* dry run: bytes -> what launch's dry run returns */
 } FastCall;
 
@@ -553,9 +558,45 @@ static PyObject *checks_capsule(PyObject *checks, Py_ssize_t limit, Py_ssize_t *
     return capsule;
 }
 
+/* The values of a call with keywords, or with another number of positional arguments, bound
+ * into values[0..n) as launcher.prepared.bind binds them: positional ones first, then each
+ * keyword at its parameter's index (`keywords`), then each parameter left out from `defaults`.
+ * 1: bound, values[] new references; 0: declined (more arguments than parameters, a keyword that
+ * is not an exact str or not in `keywords`, a parameter given twice, one missing with no value),
+ * values[] untouched; the general path raises what Python's binding raises, or takes the
+ * keyword as its own.  Runs no Python code (exact str keys, an exact dict), so what it reads
+ * cannot change under it; -1 only should a lookup fail. */
+static int bind_call(PyObject *args, PyObject *kwargs, PyObject *keywords, PyObject *defaults, Py_ssize_t n,
+                     PyObject **values) {
+    Py_ssize_t given = PyTuple_Size(args);
+    if (given > n) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) values[i] = i < given ? PyTuple_GetItem(args, i) : NULL;
+    if (kwargs) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(kwargs, &pos, &key, &value)) {
+            if (!PyUnicode_CheckExact(key)) return 0;
+            PyObject *at = PyDict_GetItemWithError(keywords, key);
+            if (!at) return PyErr_Occurred() ? -1 : 0;
+            Py_ssize_t i = PyLong_AsSsize_t(at);  /* in [0, n): _fast_set made sure */
+            if (values[i]) return 0;  /* given twice */
+            values[i] = value;
+        }
+    }
+    for (Py_ssize_t i = given; i < n; i++) {
+        if (values[i]) continue;
+        PyObject *fill = PyTuple_GetItem(defaults, i);
+        if (PyTuple_Size(fill) != 1) return 0;  /* a required parameter left out */
+        values[i] = PyTuple_GetItem(fill, 0);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) Py_INCREF(values[i]);
+    return 1;
+}
+
 static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     FastCall *self = (FastCall *)op;
-    if (!self->ready || (kwargs && PyDict_Size(kwargs))) return general(self, args, kwargs);
+    if (!self->ready) return general(self, args, kwargs);
+    int named = kwargs && PyDict_Size(kwargs);  /* keywords: bound below (bind_call) */
     if (self->runtime) {  /* held: reading a hook may run Python code that closes this launch */
         PyObject *runtime = Py_NewRef(self->runtime), *chain = self->hook_chain ? Py_NewRef(self->hook_chain) : NULL;
         int e = hook_set(runtime, chain, s_enter);
@@ -566,7 +607,7 @@ static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
         if (e || x || !self->ready) return general(self, args, kwargs);
     }
     Py_ssize_t n = PyTuple_Size(args);
-    if (n == 0) {  /* the prepared arguments: the launch bound at prepare time */
+    if (n == 0 && !named) {  /* the prepared arguments: the launch bound at prepare time */
         if (!self->bound) return general(self, args, kwargs);
         uint64_t stream;
         if (current_stream(self, &stream) < 0) return NULL;
@@ -589,7 +630,8 @@ static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
         Py_DECREF(buf);
         return r;
     }
-    if (!self->checks || (n != self->n_min && n != self->n_checks)) return general(self, args, kwargs);
+    if (!self->checks || n > self->n_checks) return general(self, args, kwargs);
+    int bind = named || (n != self->n_min && n != self->n_checks);  /* else positional, trailing constexprs */
 
     /* Everything this call reads, held for its duration: a check's function, data_ptr(), a
      * grid callable or the stream getter run Python code, which may close this prepared launch
@@ -605,12 +647,19 @@ static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     const launcher_plan *plan = self->plan;
     int32_t grid[3] = {self->grid[0], self->grid[1], self->grid[2]};
     PyObject *result = NULL;
+    int owned = 0;  /* values[] are new references (bind_call's) */
     char stack[4096], *buf = size <= (Py_ssize_t)sizeof stack ? stack : PyMem_Malloc(size);
     PyObject *values_stack[64], **values = n_checks <= 64 ? values_stack : PyMem_Malloc(n_checks * sizeof(PyObject *));
     if (!buf || !values || !checks) { if (!PyErr_Occurred()) PyErr_NoMemory(); goto done; }
     memcpy(buf, PyBytes_AsString(tmpl), size);
-    for (Py_ssize_t i = 0; i < n_checks; i++)  /* borrowed: args and trailing are held */
-        values[i] = i < n ? PyTuple_GetItem(args, i) : PyTuple_GetItem(trailing, i - n_min);
+    if (bind) {  /* no Python code has run since ready was checked: keywords and defaults are there */
+        owned = bind_call(args, named ? kwargs : NULL, self->keywords, self->defaults, n_checks, values);
+        if (owned < 0) { owned = 0; goto done; }
+        if (!owned) { result = general(self, args, kwargs); goto done; }
+    } else {
+        for (Py_ssize_t i = 0; i < n_checks; i++)  /* borrowed: args and trailing are held */
+            values[i] = i < n ? PyTuple_GetItem(args, i) : PyTuple_GetItem(trailing, i - n_min);
+    }
     int r = pack_all(checks, n_checks, (PyObject *const *)values, buf);
     if (r < 0) goto done;
     int decline = !r;
@@ -633,6 +682,7 @@ static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     Py_XDECREF(out);
 done:
     if (buf && buf != stack) PyMem_Free(buf);
+    for (Py_ssize_t i = 0; owned && i < n_checks; i++) Py_DECREF(values[i]);
     if (values && values != values_stack) PyMem_Free(values);
     Py_DECREF(capsule); Py_DECREF(keep); Py_DECREF(tmpl); Py_DECREF(trailing); Py_DECREF(names);
     Py_XDECREF(split); Py_XDECREF(grid_fn);
@@ -650,6 +700,7 @@ static void fc_clear_state(FastCall *self) {
     Py_CLEAR(self->bound_keep); Py_CLEAR(self->bound_buf); Py_CLEAR(self->plan_keep);
     Py_CLEAR(self->template_); Py_CLEAR(self->grid_fn); Py_CLEAR(self->names);
     Py_CLEAR(self->trailing); Py_CLEAR(self->split); Py_CLEAR(self->checks);
+    Py_CLEAR(self->keywords); Py_CLEAR(self->defaults);
 }
 
 /* cfg[key], borrowed; NULL with a KeyError when it is missing. */
@@ -683,6 +734,33 @@ static int get_address(PyObject *cfg, const char *key, uintptr_t *out) {
     return 0;
 }
 
+/* What bind_call reads, checked once: `keywords` maps exact strs to distinct ints in [0, n),
+ * `defaults` holds n tuples of at most one item. */
+static int fits_binding(PyObject *keywords, PyObject *defaults, Py_ssize_t n) {
+    if (PyTuple_Size(defaults) != n) goto bad;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *fill = PyTuple_GetItem(defaults, i);
+        if (!PyTuple_CheckExact(fill) || PyTuple_Size(fill) > 1) goto bad;
+    }
+    if (PyDict_Size(keywords) > n) goto bad;
+    char *seen = PyMem_Calloc(n ? n : 1, 1);
+    if (!seen) { PyErr_NoMemory(); return -1; }
+    Py_ssize_t pos = 0;
+    PyObject *key, *at;
+    int ok = 1;
+    while (ok && PyDict_Next(keywords, &pos, &key, &at)) {
+        Py_ssize_t i = PyLong_CheckExact(at) ? PyLong_AsSsize_t(at) : -1;
+        if (i == -1) PyErr_Clear();
+        ok = PyUnicode_CheckExact(key) && i >= 0 && i < n && !seen[i];
+        if (ok) seen[i] = 1;
+    }
+    PyMem_Free(seen);
+    if (ok) return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "_fast_set: keywords and defaults do not fit the parameters");
+    return -1;
+}
+
 static int set_state(FastCall *self, PyObject *cfg) {
     PyObject *bound, *grid, *checks;
     if (get_ref(cfg, "stream_fn", &self->stream_fn, 0) || get_ref(cfg, "stream_args", &self->stream_args, 0)
@@ -690,12 +768,14 @@ static int set_state(FastCall *self, PyObject *cfg) {
             || get_ref(cfg, "template", &self->template_, 0) || get_ref(cfg, "grid_fn", &self->grid_fn, 1)
             || get_ref(cfg, "names", &self->names, 0) || get_ref(cfg, "trailing", &self->trailing, 0)
             || get_ref(cfg, "split", &self->split, 1) || get_ref(cfg, "plan_keep", &self->plan_keep, 0)
+            || get_ref(cfg, "keywords", &self->keywords, 0) || get_ref(cfg, "defaults", &self->defaults, 0)
             || get_size(cfg, "out_size", &self->out_size) || get_size(cfg, "n_min", &self->n_min)
             || !(bound = get(cfg, "bound")) || !(grid = get(cfg, "grid")) || !(checks = get(cfg, "checks")))
         return -1;
     if (!PyTuple_Check(self->stream_args) || !PyBytes_Check(self->template_) || !PyTuple_Check(self->names)
-            || !PyTuple_Check(self->trailing)) {
-        PyErr_SetString(PyExc_TypeError, "_fast_set: stream_args, names and trailing are tuples, template bytes");
+            || !PyTuple_Check(self->trailing) || !PyTuple_CheckExact(self->defaults) || !PyDict_CheckExact(self->keywords)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_fast_set: stream_args, names, trailing and defaults are tuples, keywords a dict, template bytes");
         return -1;
     }
     self->size = PyBytes_Size(self->template_);
@@ -742,6 +822,7 @@ static int set_state(FastCall *self, PyObject *cfg) {
             PyErr_SetString(PyExc_ValueError, "_fast_set: names, n_min and trailing do not fit the checks");
             return -1;
         }
+        if (fits_binding(self->keywords, self->defaults, n) < 0) return -1;
     }
     return 0;
 }
@@ -803,6 +884,7 @@ static int fc_traverse(PyObject *op, visitproc visit, void *arg) {
     Py_VISIT(self->stream_fn); Py_VISIT(self->stream_args); Py_VISIT(self->runtime); Py_VISIT(self->hook_chain);
     Py_VISIT(self->bound_keep); Py_VISIT(self->bound_buf); Py_VISIT(self->plan_keep); Py_VISIT(self->grid_fn);
     Py_VISIT(self->names); Py_VISIT(self->trailing); Py_VISIT(self->split); Py_VISIT(self->template_);
+    Py_VISIT(self->keywords); Py_VISIT(self->defaults);
     return 0;
 }
 

@@ -24,11 +24,12 @@ while the autotuner benchmarks, in Triton as here. The stream is the current one
 hooks run when they are set (the default empty hook chains count as unset), and a prepared
 launch may be called from several threads.
 
-The common calls, p() and p(*args) with positional arguments of the prepared kinds, are a C
-type's tp_call (cdefs/call.c, launcher._call): checked, packed and launched with no Python
-code between the call and the driver. Which tests it runs is decided here, once
-(PreparedLaunch._fast_setup, launcher.checks.c_checks); whatever does not pass them, and every other call,
-goes through `launch`, which binds, checks and explains.
+The common calls, p(), p(*args) and p(*args, **kwargs) with arguments of the prepared kinds
+(parameters by position or by name, constexprs passed again as prepared), are a C type's tp_call
+(cdefs/call.c, launcher._call): bound, checked, packed and launched with no Python code between
+the call and the driver. Which tests it runs is decided here, once (PreparedLaunch._fast_setup,
+launcher.checks.c_checks); whatever does not pass them, and every other call (launch options,
+grid=, stream=), goes through `launch`, which binds, checks and explains.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ from launcher.specialization import AssumptionCheck, AssumptionError
 __all__ = ["prepare", "PreparedLaunch", "AssumptionError"]
 
 _MISSING = object()
+_LAUNCH_KEYWORDS = frozenset(("grid", "stream"))  # `launch`'s own keywords: never a parameter's, by name
 
 
 def prepare(kernel, grid, *args, **kwargs) -> "PreparedLaunch":
@@ -194,11 +196,14 @@ class PreparedLaunch(FastCall):
 
     def _fast_config(self) -> dict:
         """What the C call (launcher._call.FastCall._fast_set) needs; every call it declines (and
-        every keyword argument, and every launch with hooks set) goes to `launch`.
+        every keyword that is not a parameter's name, and every launch with hooks set) goes to
+        `launch`.
 
         p() launches the buffer bound at prepare time; p(*args) with len(args) the number of
-        parameters (or that less the trailing constexprs, which keep their prepared values)
-        checks each argument (launcher.checks.c_checks, with the prepared call's assumptions),
+        parameters (or that less the trailing constexprs, which keep their prepared values), and
+        any other call bound in C as `bind` binds it (parameters by name from `keywords`, those
+        left out from `defaults`: the prepared constexprs, the signature's defaults), checks each
+        argument (launcher.checks.c_checks, with the prepared call's assumptions),
         packs it into a copy of `template` (the header's function handle, zeros elsewhere) at its
         offset, writes the current stream and the grid into the header (cdefs/launcher.h's
         launcher_header) and launches with the shape's plan; in a dry run it returns `split` of
@@ -238,8 +243,16 @@ class PreparedLaunch(FastCall):
             "template": bytes(template), "out_size": shape.out_size,
             "grid": grid, "grid_fn": self.grid_fn, "names": tuple(p.name for p in self.params),
             "checks": checks, "n_min": n_min, "trailing": tuple(self.values[n_min:]),
+            "keywords": {p.name: i for i, p in enumerate(self.params) if p.name not in _LAUNCH_KEYWORDS},
+            "defaults": tuple(self._left_out(i, p) for i, p in enumerate(self.params)),
             "split": shape.split_bytes if self._dry_run else None,
         }
+
+    def _left_out(self, i, param) -> tuple:
+        """(the value parameter i takes when a call leaves it out,) as `bind` fills it, or ()."""
+        if i in self._constexprs:
+            return (self._constexprs[i],)
+        return () if param.default is A.EMPTY else (param.default,)
 
     # -- the general path: bind, check, explain --
     def _same_arguments_pack_once(self) -> bool:

@@ -178,8 +178,9 @@ def test_trailing_constexprs_may_be_left_out_and_keywords_work(add_prepared):
 
 
 def test_the_common_calls_take_the_c_path_and_the_rest_the_general_one(add_prepared):
-    """p(*args) of the prepared kinds is launcher._call's tp_call: checked and packed in C, no
-    call of p.launch; keywords, another arity and an argument that fails a test go to p.launch."""
+    """p(*args) and p(*args, **kwargs) of the prepared kinds are launcher._call's tp_call: bound,
+    checked and packed in C, no call of p.launch; launch options, a call Python's binding refuses
+    and an argument that fails a test go to p.launch."""
     p, _ = add_prepared[0]
     assert p._fast_ready() == (False, True)  # a dry run binds no launch: p() takes launch() too
     general, fell_back = p.launch, []
@@ -189,13 +190,16 @@ def test_the_common_calls_take_the_c_path_and_the_rest_the_general_one(add_prepa
         p(x, x, x, 2048, 256)
         p(x, x, x, 2048)  # the trailing constexpr left out
         assert not fell_back
-        p(x, x, x, n=2048)
-        p(x, x)  # another arity: the general path explains
-    except TypeError:
-        pass
+        p(x, x, x, n=2048)  # a parameter by name
+        p(x, x, x, 2048, BLOCK=256)  # the constexpr again, as prepared
+        assert not fell_back
+        with pytest.raises(AssumptionError, match="option 'num_warps'"):
+            p(x, x, x, 2048, num_warps=4)  # a launch option: the general path refuses it
+        with pytest.raises(TypeError, match="parameter 'out_ptr' is missing"):
+            p(x, x)  # the general path explains
     finally:
         del p.launch
-    assert [k for _, k in fell_back] == [{"n": 2048}, {}], fell_back
+    assert [k for _, k in fell_back] == [{"num_warps": 4}, {}], fell_back
 
 
 def test_a_callable_grid_is_evaluated_with_the_new_arguments():

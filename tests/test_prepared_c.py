@@ -66,6 +66,15 @@ POINTER, INT, FLOAT, TUPLE = L.LAUNCHER_CHECK_POINTER, L.LAUNCHER_CHECK_INT, L.L
     ({"checks": ("not a tuple",)}, TypeError),
     ({"checks": ((TUPLE, ((FLOAT, 48, ord("e")),)),)}, ValueError),
     ({"stream_args": [1]}, TypeError),
+    ({"keywords": [("x_ptr", 0)]}, TypeError),
+    ({"defaults": [()] * 5}, TypeError),
+    ({"keywords": {"x_ptr": 5}}, ValueError),  # beyond the parameters
+    ({"keywords": {"x_ptr": 0, "y_ptr": 0}}, ValueError),  # two names, one parameter
+    ({"keywords": {"x_ptr": 0.0}}, ValueError),
+    ({"keywords": {0: 0}}, ValueError),  # names are strs
+    ({"defaults": ((),) * 4}, ValueError),
+    ({"defaults": ((),) * 4 + ((1, 2),)}, ValueError),
+    ({"defaults": ((),) * 4 + ([1],)}, ValueError),
 ])
 def test_a_malformed_configuration_is_refused_and_leaves_only_the_general_path(change, error):
     p = add()
@@ -301,3 +310,127 @@ def test_a_descriptor_of_another_rank_is_refused_by_every_path(monkeypatch):
     odd.shape, odd.strides = [256, 128, 7], [1]  # changed after it was made: 4 numbers, as a 2-d one has
     results = outcomes(p, (odd, desc(), 64, 64))
     assert results[0] == results[1] and results[0][0] == "error" and "expects a 2-d tensor descriptor" in results[0][1]
+
+
+# ---- keywords: bound in C as Python binds them (cdefs/call.c bind_call), or declined ----
+def test_constexprs_passed_again_and_parameters_by_name_are_taken_in_c_with_the_positional_bytes():
+    import itertools
+
+    x, y = FakeTensor(A0, tl.float32), FakeTensor(A0 + 0x40, tl.float32)
+    p = add()
+    seen = spy(p)
+    want = p(x, y, x, 64, 256)
+    names = ("x_ptr", "y_ptr", "out_ptr", "n", "BLOCK")
+    values = (x, y, x, 64, 256)
+    assert p(x, y, x, 64, BLOCK=256) == want
+    assert p(x, y, x, n=64) == p(x, y, x, n=64, BLOCK=256) == want
+    for k in range(5):  # the first k by position, the others by name in every order (BLOCK given or not)
+        for order in itertools.permutations(range(k, 5)):
+            for keep in (order, tuple(i for i in order if i != 4)):
+                assert p(*values[:k], **{names[i]: values[i] for i in keep}) == want, (k, keep)
+    assert not seen
+    assert want == p.launch(x, y, x, 64, 256)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda p, x: p(x, x, x, 64, BLOCK=128), "the kernel was compiled for the constexpr 256, got 128"),
+    (lambda p, x: p(x, x, x, 64, BLOCK=256.0), "the kernel was compiled for the constexpr 256"),
+    (lambda p, x: p(x, x, x, 64, x_ptr=x), "parameter 'x_ptr' given twice"),
+    (lambda p, x: p(x, x, x, 64, 256, BLOCK=256), "parameter 'BLOCK' given twice"),
+    (lambda p, x: p(x, x, x, 64, foo=1), "option 'foo' was prepared as '(not given)', got 1"),
+    (lambda p, x: p(x, x, x, 64, num_warps=4), "option 'num_warps' was prepared as"),
+    (lambda p, x: p(x, x, n=64), "parameter 'out_ptr' is missing"),
+    (lambda p, x: p(BLOCK=256), "parameter 'x_ptr' is missing"),
+    (lambda p, x: p(x, x, x, 64, 256, 7, BLOCK=256), "takes 5 arguments"),
+    (lambda p, x: p(x, x, x, n=65), "parameter 'n'"),  # an argument that fails its test, by name
+    (lambda p, x: p(x, x, x, n=64, stream=True), "stream= expects a CUstream handle"),
+    (lambda p, x: p(x, x, x, 64, grid="ab"), "grid"),
+])
+def test_keyword_calls_the_c_path_cannot_take_go_to_the_general_path_unchanged(call, error):
+    x = FakeTensor(A0, tl.float32)
+    p = add()
+    seen = spy(p)
+    with pytest.raises((TypeError, ValueError)) as c:
+        call(p, x)
+    assert len(seen) == 1
+    with pytest.raises(type(c.value)) as g:
+        call(add().launch, x)  # the general path itself, called directly
+    assert str(c.value) == str(g.value) and error in str(c.value)
+
+
+def test_launch_options_grid_and_stream_go_to_launch_which_takes_them():
+    x = FakeTensor(A0, tl.float32)
+    p = add()
+    seen = spy(p)
+    assert p(x, x, x, 64, grid=(8,), stream=0x77) == p.launch(x, x, x, 64, grid=(8,), stream=0x77)
+    assert [k for _, k in seen] == [{"grid": (8,), "stream": 0x77}, {"grid": (8,), "stream": 0x77}]
+
+
+def _renamed(**change):
+    """The add kernel's prepared launch with its parameters changed (names, defaults)."""
+    import dataclasses
+
+    from launcher import triton_adapter as A
+    from test_prepared import compile_for_call
+
+    x = FakeTensor(A0, tl.float32)
+    values = (x, x, x, 1024, 256)
+    ck = compile_for_call(K.add_kernel, values)
+    params = tuple(dataclasses.replace(q, **change.get(q.name, {})) for q in A.jit_parameters(K.add_kernel))
+    return PreparedLaunch(A.spec_from_triton(ck.src, ck.metadata), params, values, {}, (4,), function=0xF00,
+                          stream=lambda: 0x5EA, compiled=ck, dry_run=True)
+
+
+def test_a_parameter_left_out_takes_its_default_in_c_and_a_parameter_named_stream_is_launchs_keyword():
+    x = FakeTensor(A0, tl.float32)
+    p = _renamed(n={"default": 48})
+    seen = spy(p)
+    assert p(x, x, x) == p(x, x, x, 48) == p(x, y_ptr=x, out_ptr=x, BLOCK=256) == p.launch(x, x, x)
+    assert len(seen) == 1
+    q = _renamed(n={"name": "stream"})  # launch(..., stream=) is the stream: C leaves that keyword to it
+    seen = spy(q)
+    assert q(x, x, x, 64) == q.launch(x, x, x, 64)
+    with pytest.raises(TypeError, match="parameter 'stream' is missing"):
+        q(x, x, x, stream=64)
+    assert len(seen) == 2
+
+
+def test_a_callable_grid_sees_the_keyword_calls_values():
+    calls = []
+    x = FakeTensor(A0, tl.float32)
+    p = add(grid=lambda meta: calls.append(dict(meta)) or (meta["n"] // meta["BLOCK"],))
+    seen = spy(p)
+    calls.clear()  # prepare's own evaluation
+    assert p(x, x, out_ptr=x, n=2048) == p.launch(x, x, x, 2048)
+    assert calls[0] == calls[1] == {"x_ptr": x, "y_ptr": x, "out_ptr": x, "n": 2048, "BLOCK": 256}
+    assert len(seen) == 1
+
+
+def test_a_keyword_call_that_closes_the_launch_or_raises_in_data_ptr_is_refused_and_leaks_nothing():
+    x = Tensor(A0, tl.float32)
+    p = prepared(K.add_kernel, (x, x, x, 1024, 256))[0]
+    try:
+        Tensor.action = lambda: (_ for _ in ()).throw(Boom("data_ptr failed"))
+        with pytest.raises(Boom):
+            p(x, x, out_ptr=x, n=64)
+        Tensor.action = p.close
+        with pytest.raises(ValueError, match="closed"):
+            p(x, x, out_ptr=x, n=64)
+    finally:
+        Tensor.action = None
+
+
+def test_keyword_calls_leak_no_reference():
+    x = FakeTensor(A0, tl.float32)
+    p = _renamed(n={"default": 48})
+    n, block = 10 ** 6 + 16, 256
+    before = sys.getrefcount(x), sys.getrefcount(p), sys.getrefcount(n), sys.getrefcount(block)
+    for _ in range(1000):
+        p(x, x, x, n=n, BLOCK=block)
+        p(out_ptr=x, y_ptr=x, x_ptr=x)  # the default and the prepared constexpr filled in
+        for bad in ({"n": 10 ** 6 + 1}, {"x_ptr": x}, {"num_warps": 4}):  # declined: the general path raises
+            try:
+                p(x, x, x, **bad)
+            except (TypeError, ValueError):
+                pass
+    assert (sys.getrefcount(x), sys.getrefcount(p), sys.getrefcount(n), sys.getrefcount(block)) == before
