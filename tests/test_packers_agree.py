@@ -231,3 +231,37 @@ def test_a_prepared_launchs_c_call_and_its_python_path_agree(kernel, data):
             assert c[0] == "refused" and str(py[1]).startswith(f"kernel {kernel.name!r}"), py
         elif has_c:  # taken by Python alone: some value is not one the C packs itself
             assert not all(map(prepared_taken, kernel.types, new, values)), new
+        _agrees_by_keyword(p, kernel, values, new, c, not declined, declined, data)
+
+
+def _outcome(call):
+    from launcher.specialization import AssumptionError
+
+    try:
+        return "bytes", call()
+    except (AssumptionError,) + REFUSALS as e:
+        return "refused", f"{type(e).__name__}: {e}"
+
+
+def _agrees_by_keyword(p, kernel, values, new, c, taken, declined, data):
+    """The call `new` split at random between positional arguments and keywords (in a random
+    order; a constexpr may be left out, taking its prepared value) gives what the positional
+    call gives, the same bytes or the same refusal, and the C takes it exactly when it took the
+    positional call."""
+    names = [q.name for q in p.params]
+    k = data.draw(st.integers(0, kernel.arity), label="positional")
+    rest = data.draw(st.permutations(range(k, kernel.arity)), label="keyword order")
+    left_out = {i for i in rest if kernel.types[i] == "constexpr" and data.draw(st.booleans(), label=f"leave out {i}")}
+    if left_out and any(new[i] is not values[i] for i in left_out):  # the positional call it stands for
+        full = [values[i] if i in left_out else v for i, v in enumerate(new)]
+        declined.clear()
+        c = _outcome(lambda: p(*full))
+        taken = not declined
+    else:
+        c = ("bytes", c[1]) if c[0] == "bytes" else ("refused", f"{type(c[1]).__name__}: {c[1]}")
+    if k == 0 and len(left_out) == len(rest):
+        taken = False  # p(): the launch bound at prepare time, which a dry run has not (launch() runs)
+    declined.clear()
+    by_keyword = _outcome(lambda: p(*new[:k], **{names[i]: new[i] for i in rest if i not in left_out}))
+    assert by_keyword == c, (k, rest, left_out, new)
+    assert (not declined) == taken, (k, rest, left_out, new)
