@@ -121,8 +121,26 @@ def _indented(text: str, spaces: int) -> str:
     return "".join(" " * spaces + line if line.strip() else line for line in text.splitlines(True))
 
 
+# A hot launcher's launch without launch hooks set (None, or Triton's empty HookChain: the
+# inline form of triton_adapter.hooks_set's rule) and with the shape's own metadata is one C call
+# that checks, packs and launches (the shape's FlatLaunch, FLAT; None where the shape has none:
+# descriptors, tensor maps, fp16 scalars, scratch). What it declines (another type, a value out of
+# range, an odd grid) takes the generated Python below, which converts and explains.
+_FLAT = '''\
+    if (FLAT is not None and (kernel_metadata is PACKED_METADATA or kernel_metadata == PACKED_METADATA)
+            and (launch_enter_hook is None or (launch_enter_hook.__class__ is HOOK_CHAIN and not launch_enter_hook.calls))
+            and (launch_exit_hook is None or (launch_exit_hook.__class__ is HOOK_CHAIN and not launch_exit_hook.calls))):
+        status = FLAT(function, stream, (gridX, gridY, gridZ), *args)
+        if status is None:
+            return
+        if status:  # (status, packed bytes): the driver refused
+            self._launch_failed(*status)
+            return
+'''
+
 TEMPLATES = {
-    "launch": _HEAD + _indented(_HOOKED.format(call="c_launch(plan, buf, SIZE)"), 4),
+    "launch": _HEAD.replace("    try:\n", _FLAT + "    try:\n", 1)
+    + _indented(_HOOKED.format(call="c_launch(plan, buf, SIZE)"), 4),
     "dry_run": _HEAD + "    out = new_out()\n"
     + _indented(_HOOKED.format(call="c_dry_run(plan, buf, SIZE, out, OUT_SIZE)"), 4) + "    return split(out)\n",
     "pack": _HEAD + '''\

@@ -334,6 +334,17 @@ def clear_launcher_cache() -> None:
         _shapes.clear()
 
 
+class _NoHookChain:
+    """Stands for Triton's HookChain where Triton is not installed (bundles): no hook is of it."""
+
+
+def _hook_chain_type():
+    try:
+        return triton_adapter.hook_chain_type()
+    except ImportError:
+        return _NoHookChain
+
+
 class _Shape:
     """What every launcher of one spec shape shares: the spec it was first made from (the shape's
     checks; names are the first kernel's), its native plan, its packer, the encoders of its
@@ -408,8 +419,10 @@ class _Shape:
             fn = self.code.get(mode)
             if fn is None:
                 spec = self.spec
+                namespace = dict(self.namespace, FLAT=self.flat() if mode == "launch" else None,
+                                 HOOK_CHAIN=_hook_chain_type())
                 fn = codegen.generate(mode, spec.layout, (spec.global_scratch[0], spec.profile_scratch[0]),
-                                      self.namespace, self.encoders)
+                                      namespace, self.encoders)
                 self.code[mode] = fn
         return fn
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fuzz_signatures as F
-from launcher import CudaLauncher, driver
+from launcher import CudaLauncher, codegen, driver
 from launcher._call import FlatLaunch
 from launcher.spec import HEADER_FORMAT, HEADER_SIZE
 
@@ -204,3 +204,48 @@ def test_a_cycle_through_the_record_callback_is_collected():
     del h
     gc.collect()
     assert ref() is None
+
+
+class _Chain:  # what Triton's HookChain looks like to the generated launch (HOOK_CHAIN is swapped for it)
+    def __init__(self, *calls):
+        self.calls = list(calls)
+
+    def __call__(self, md):
+        for c in self.calls:
+            c(md)
+
+
+@settings(max_examples=60, **FUZZ)
+@given(kernel=F.kernels(max_args=6, scratch=False).filter(lambda k: all(map(_flat_types, k.types))), data=st.data())
+def test_a_hot_launcher_without_hooks_launches_in_one_c_call(kernel, data):
+    """A hot launcher's __call__ (the generated launch) hands a call with no launch hooks set
+    (None or an empty HookChain) and the shape's metadata to the shape's FlatLaunch: the bytes it
+    packs are the launcher's own dry run's. With a hook set, or a value C declines, the generated
+    Python packs and launches (its C entry records here: no GPU)."""
+    launcher = CudaLauncher(kernel.src(), kernel.metadata())
+    shape = launcher._shape
+    rec = Recorder(launcher)
+    shape.flat_launch = launcher.flat_launch(launcher.packed_metadata, record=rec)  # the dry FlatLaunch
+    shape.code.pop("launch", None)
+    python_launches = []
+    saved = shape.namespace["c_launch"]
+    shape.namespace["c_launch"] = lambda plan, buf, size: python_launches.append(bytes(buf)) or 0
+    try:
+        code = shape.generated("launch")
+        codegen.cells(code)["HOOK_CHAIN"].cell_contents = _Chain
+        args = data.draw(F.good_args(kernel), label="args")
+        taken = all(map(_taken, kernel.types, args))
+        entered = []
+        for enter, leave in ((None, None), (_Chain(), _Chain()), (_Chain(entered.append), None)):
+            hooked = enter is not None and bool(enter.calls)
+            code(launcher, 3, 1, 1, 0x5EA, 7, launcher.packed_metadata, None, enter, leave, *args)
+            if taken and not hooked:
+                want = launcher.dry_run(3, 1, 1, 0x5EA, 7, launcher.packed_metadata, None, None, None, *args)
+                assert rec.calls.pop() == ((3, 1, 1), want) and not python_launches
+            else:
+                assert not rec.calls and len(python_launches) == 1
+                python_launches.clear()
+        assert entered == [None]  # the hook set ran, with the launch metadata given (None)
+    finally:
+        shape.namespace["c_launch"] = saved
+        shape.code.pop("launch", None)
