@@ -64,6 +64,23 @@ def make(seed=0, rounds=40, scale=1.0, noise=0.02, slower=None, drop=None):
             "datetime": "2026-12-02T10:00:00", "version": "5.3.1"}
 
 
+def decode_bench(seed=0, rounds=40, stock=110.0, ratios=None, noise=0.02, skipped=None):
+    """The benchmark entry of a synthetic test_decode_step: µs per step of stock eager, and each
+    other path as a ratio to it (made up; the round factor is shared by every path of a round)."""
+    rng = random.Random(seed)
+    ratios = {N.OURS_JIT: 0.95, N.FAST: 0.25, N.BUNDLE: 0.22, N.GRAPH: 0.08, **(ratios or {})}
+    skipped = dict(skipped or {})
+    paths = {p: [] for p in [N.STOCK_JIT] + [p for p in ratios if p not in skipped]}
+    for _ in range(rounds):
+        f = 1 + 0.15 * rng.random()
+        for p in paths:
+            paths[p].append(stock * ratios.get(p, 1.0) * f * (1 + rng.gauss(0, noise)))
+    return _bench("test_decode_step", {
+        "kind": "decode", "group": N.DECODE, "unit": "µs per step", "ops_per_batch": 100, "rounds": rounds,
+        "warmup_rounds": 3, "paths": paths, "skipped": skipped, "launches_per_step": 8,
+        "ratios": [[p, N.STOCK_JIT] for p in N.DECODE_PATHS if p != N.STOCK_JIT]})
+
+
 def _bench(name, info):
     info = dict(info, launcher_bench=LAYOUT, env=copy.deepcopy(ENV), order="alternating")
     info.setdefault("skipped", {})

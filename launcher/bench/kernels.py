@@ -1,5 +1,6 @@
-"""Kernels for the launch-latency suite (tiny bodies: the host cost is what is measured), and
-generated kernels of distinct signatures for the cold paths."""
+"""Kernels for the launch-latency suite (tiny bodies: the host cost is what is measured), the
+four kernels of the decode step (launcher.bench.decode), and generated kernels of distinct
+signatures for the cold paths."""
 import importlib.util
 import os
 import random
@@ -47,6 +48,46 @@ def nested_tuple(out, t, nested, scale):
 def tensordesc_copy(in_desc, out_desc, BM: tl.constexpr, BN: tl.constexpr):
     tile = in_desc.load([0, 0])
     out_desc.store([0, 0], tile)
+
+
+# ---- the decode step (launcher.bench.decode): four small row kernels, fp32 ----
+@triton.jit
+def rmsnorm(x, w, out, stride, n_cols, eps, BLOCK: tl.constexpr):
+    """out[row] = x[row] / sqrt(mean(x[row]^2) + eps) * w: one program per row."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    v = tl.load(x + row * stride + cols, mask=mask, other=0.0)
+    r = 1.0 / tl.sqrt(tl.sum(v * v, axis=0) / n_cols + eps)
+    tl.store(out + row * stride + cols, v * r * tl.load(w + cols, mask=mask, other=0.0), mask=mask)
+
+
+@triton.jit
+def axpby(x, y, out, a, b, n, BLOCK: tl.constexpr):
+    """out = a * x + b * y over n elements: BLOCK per program."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, a * tl.load(x + offs, mask=mask) + b * tl.load(y + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def softmax(x, out, stride, n_cols, BLOCK: tl.constexpr):
+    """out[row] = softmax(x[row]): one program per row."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    v = tl.load(x + row * stride + cols, mask=mask, other=-float("inf"))
+    e = tl.exp(v - tl.max(v, axis=0))
+    tl.store(out + row * stride + cols, e / tl.sum(e, axis=0), mask=mask)
+
+
+@triton.jit
+def silu_mul(x, g, out, n, BLOCK: tl.constexpr):
+    """out = silu(x) * g = x * sigmoid(x) * g over n elements: BLOCK per program."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x + offs, mask=mask)
+    tl.store(out + offs, v * tl.sigmoid(v) * tl.load(g + offs, mask=mask), mask=mask)
 
 
 # ---- generated kernels for the cold paths ----

@@ -61,6 +61,19 @@ PATH_TEXT = {
     CUDA_BINDINGS: "cuda.bindings `cuLaunchKernel` with (values, types)",
 }
 
+# The decode step (launcher.bench.decode): one group, its paths named as the hot paths they
+# time, eight launches at a time, and the CUDA graph of stock's step.
+DECODE = "decode step: 8 launches, 8x1024 fp32"
+GRAPH = "CUDA graph replay"
+DECODE_PATHS = [STOCK_JIT, OURS_JIT, FAST, BUNDLE, GRAPH]
+DECODE_TEXT = {
+    STOCK_JIT: "stock eager: the eight `kernel[grid](...)` calls through Triton's own path and launcher",
+    OURS_JIT: "the eight `kernel[grid](...)` calls with `launcher.install()` (fast dispatch off)",
+    FAST: "the eight `kernel[grid](...)` calls with `launcher.install(fast_dispatch=True)`",
+    BUNDLE: "the eight kernels exported with `launcher.export`, called as `bundle.k[grid](...)`",
+    GRAPH: "`torch.cuda.CUDAGraph` of stock's step, captured once, `replay()` per step",
+}
+
 # Cold groups and their paths.
 COLD_NEW = "new signature (16 args): construction + first launch"
 COLD_SHAPE = "same shape, another name (16 args): construction"

@@ -3,8 +3,9 @@
     python -m launcher.bench.report bench.json [--markdown bench.md] [--png bench.png]
 
 Headline figures are ratios taken within a round: each path against the C floor of the same
-round, and ours against stock, path by path; each is the median over rounds with p25–p75 in
-brackets. µs are given as context only (they drift between runs on a shared host).
+round, ours against stock, path by path, and each path of the decode step against stock eager's
+step; each is the median over rounds with p25–p75 in brackets. µs are given as context only
+(they drift between runs on a shared host).
 """
 from __future__ import annotations
 
@@ -72,6 +73,32 @@ def _hot_matrix(hot, value_of, paths) -> list:
     return _table(["path"] + [g.name for g in hot], rows)
 
 
+def _decode_section(run: R.Run, by_key: dict) -> list:
+    """The decode step: µs per step of every path, and each against stock eager's step of the
+    same round (the group's declared ratios)."""
+    lines = []
+    for g in run.of_kind("decode"):
+        base = N.DECODE_PATHS[0]
+        per = g.info.get("launches_per_step", "?")
+        lines += ["", "## Decode step", "",
+                  f"{g.name}. Method: {g.rounds} interleaved rounds after {g.info.get('warmup_rounds', 0)} unrecorded ones; "
+                  f"a round runs every path once: a synchronisation (untimed), then {g.ops_per_batch} steps of "
+                  f"{per} launches (rmsnorm, axpby, softmax, silu-mul, twice), timed on the host; the order is "
+                  "reversed every other round. Every path's outputs were checked identical to stock eager's "
+                  "before timing. Ratios are taken within a round: median, with p25–p75 in brackets.", ""]
+        rows = []
+        order = [p for p in N.DECODE_PATHS if p in g.paths] + [p for p in g.paths if p not in N.DECODE_PATHS]
+        for p in order:
+            if p == base:
+                ratio = "1"
+            else:
+                r = by_key.get((g.kind, g.name, f"{p} / {base}"))
+                ratio = "–" if r is None else cell(r.summary) + (" ⚠" if r.invalid else "")
+            rows.append([p, cell(summary(g.paths[p])), ratio, N.DECODE_TEXT.get(p, "")])
+        lines += _table(["path", "µs per step", "× stock eager (same round)", "what"], rows)
+    return lines
+
+
 def markdown(run: R.Run) -> str:
     hot = run.of_kind("hot")
     env = run.env
@@ -134,6 +161,7 @@ def markdown(run: R.Run) -> str:
             lines += ["", "Other ratios within a round:", ""]
             lines += _table(["kernel", "ratio", "median [p25–p75], range"],
                             [[r.group, r.label, cell_range(r.summary)] for r in declared])
+    lines += _decode_section(run, by_key)
     for kind, heading in (("cold", "Cold paths"), ("startup", "Startup")):
         groups = run.of_kind(kind)
         if not groups:

@@ -3,7 +3,8 @@
 Each test of the suite stores its figures in its benchmark's `extra_info`:
 
     launcher_bench  1 (the version of this layout)
-    kind            "hot" (launch paths of one kernel), "cold" or "startup"
+    kind            "hot" (launch paths of one kernel), "decode" (steps of eight launches, each
+                    path against stock's step: declared ratios), "cold" or "startup"
     group           the kernel or case, e.g. "vector add", names.COLD_NEW
     unit            what each figure is, e.g. "µs per launch"
     ops_per_batch   operations timed together in one round (500 launches, 20 loads, ...)
@@ -205,6 +206,11 @@ GOALS = [
          (N.COLD_SHAPE,), "cold"),
     Goal("module-cache hit against cuModuleLoadData", 0.05, "<=", "ratio", N.MODULE_HIT, N.MODULE_LOAD,
          (N.COLD_MODULE,), "cold"),
+    Goal("decode step: guard against stock eager", 0.30, "<=", "ratio", N.FAST, N.STOCK_JIT, (N.DECODE,), "decode"),
+    Goal("decode step: bundle against stock eager (reported)", math.nan, "", "ratio", N.BUNDLE, N.STOCK_JIT,
+         (N.DECODE,), "decode"),
+    Goal("decode step: CUDA graph replay against stock eager (reported)", math.nan, "", "ratio", N.GRAPH,
+         N.STOCK_JIT, (N.DECODE,), "decode"),
 ]
 
 

@@ -8,6 +8,8 @@ launcher.bench.results); pytest-benchmark's own stats time one whole round.
 Tests:
   test_hot[kernel]           every launch path of one kernel, against the C floor of each round
   test_fast_dispatch_miss    a fast-dispatch miss against Triton's path
+  test_decode_step           a decode-like step of 8 launches: stock eager, launcher installed,
+                             the guard, a bundle and a CUDA graph, against stock eager's step
   test_cold_new_signature    a launcher for a signature never seen: construction + first launch
   test_cold_same_shape       a launcher for a kernel whose signature was seen under another name
   test_cold_module_load      a module-cache hit against cuModuleLoadData
@@ -18,7 +20,7 @@ Paths that need features launcher does not have yet (`launcher.prepare`, `instal
 `launcher.export`/`load_bundle`) are skipped with the reason, and recorded as skipped.
 
 Environment: LAUNCHER_BENCH_BATCH (500), LAUNCHER_BENCH_ROUNDS (40), LAUNCHER_BENCH_WARMUP (3),
-LAUNCHER_BENCH_COLD_ROUNDS (20), LAUNCHER_BENCH_STARTUP_PROCS (5).
+LAUNCHER_BENCH_COLD_ROUNDS (20), LAUNCHER_BENCH_STARTUP_PROCS (5), LAUNCHER_BENCH_DECODE_STEPS (100).
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ from triton import knobs  # noqa: E402
 
 import launcher  # noqa: E402
 from launcher.bench import cpu  # noqa: E402
+from launcher.bench import decode as D  # noqa: E402
 from launcher.bench import env as bench_env  # noqa: E402
 from launcher.bench import kernels as K  # noqa: E402
 from launcher.bench import names as N  # noqa: E402
@@ -64,6 +67,7 @@ ROUNDS = _env_int("LAUNCHER_BENCH_ROUNDS", 40)
 WARMUP = _env_int("LAUNCHER_BENCH_WARMUP", 3)
 COLD_ROUNDS = _env_int("LAUNCHER_BENCH_COLD_ROUNDS", 20)
 STARTUP_PROCS = _env_int("LAUNCHER_BENCH_STARTUP_PROCS", 5)
+DECODE_STEPS = _env_int("LAUNCHER_BENCH_DECODE_STEPS", 100)  # steps of 8 launches per batch
 GCC_ROUNDS = 10  # stock Triton 3.6 runs gcc for a new signature (~0.2 s each)
 TWINS = 3  # kernels of the same shape under other names, per round of the same-shape test
 MISS_ROUNDS, MISS_BATCH = 20, 25  # each miss needs a kernel the guard has not seen: 25 per batch
@@ -616,6 +620,230 @@ def test_fast_dispatch_miss(benchmark, env):
             invalid[N.MISS] = f"not every call was a miss: {known}"
     record(benchmark, env, "cold", N.FAST_MISS, r.times, cpu_note=r.cpu_note, unit="µs per call", ops=MISS_BATCH,
            warmup=1, invalid=invalid, notes=notes, ratios=[(N.MISS, N.TRITON_PATH)])
+
+
+# ---- the decode step ----
+class DecodeStep:
+    """The buffers of the decode step (launcher.bench.decode) and its launches through each path's
+    kernels: `step(kernels)` is one step, the eight `kernels[name][grid](*args, **kwargs)` calls."""
+
+    def __init__(self):
+        data = D.inputs()
+        self.buf = {n: torch.empty(D.SHAPES[n], device=DEV) for n in D.BUFFERS}
+        for n in D.INPUTS:
+            self.buf[n].copy_(torch.tensor(data[n], dtype=torch.float32).view(D.SHAPES[n]))
+        self.plan = D.launches(self.buf)
+        self.expected = None  # stock eager's outputs, once checked against the reference
+        self.stock = self.ours = self.stock_ck = self.ours_ck = None  # {name: JITFunction or CompiledKernel}
+        self.graph, self.graph_device_us, self.graph_error = None, None, ""
+
+    def step(self, kernels):
+        calls = [(kernels[name], grid, args, kw) for name, grid, args, kw in self.plan]
+
+        def one():
+            for k, grid, args, kw in calls:
+                k[grid](*args, **kw)
+
+        return one
+
+    def compiled(self, kernels) -> dict:
+        """One step, keeping what each `kernel[grid](...)` returned (its CompiledKernel), by name."""
+        out = {}
+        for name, grid, args, kw in self.plan:
+            out.setdefault(name, kernels[name][grid](*args, **kw))
+        sync()
+        return out
+
+    def outputs(self, step) -> dict:
+        """Every output buffer after one step on outputs filled with NaN (what it does not write fails)."""
+        for n in D.OUTPUTS:
+            self.buf[n].fill_(float("nan"))
+        sync()
+        step()
+        sync()
+        return {n: self.buf[n].clone() for n in D.OUTPUTS}
+
+    def check_reference(self, step) -> None:
+        """Stock eager's outputs against the pure-Python reference (float64): kept as `expected`."""
+        got, ref = self.outputs(step), D.reference()
+        for n in D.OUTPUTS:
+            want = torch.tensor(ref[n], dtype=torch.float64, device=DEV).view(D.SHAPES[n])
+            scale = float(want.abs().max())
+            if not torch.allclose(got[n].double(), want, rtol=1e-3, atol=1e-5 * scale):
+                worst = float((got[n].double() - want).abs().max())
+                raise AssertionError(f"decode step, stock eager: {n} differs from the reference by up to {worst:.3g}")
+        self.expected = got
+
+    def check(self, name, step) -> None:
+        """The path computes exactly what stock eager computed (bit for bit)."""
+        got = self.outputs(step)
+        for n in D.OUTPUTS:
+            if not torch.equal(got[n], self.expected[n]):
+                diff = (got[n] - self.expected[n]).abs()
+                raise AssertionError(f"decode step, {name}: {n} is not stock eager's (max |diff| "
+                                     f"{float(diff.nan_to_num(float('inf')).max()):.3g})")
+
+
+def _steps(step):
+    todo = range(DECODE_STEPS)
+
+    def run():
+        for _ in todo:
+            step()
+
+    return run
+
+
+def _capture_graph(step):
+    """A CUDA graph of one step (warmed on a side stream first, as torch asks), and the device
+    time of one replay (CUDA events over 20 replays), for context."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    sync()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step()
+    sync()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    g.replay()
+    start.record()
+    for _ in range(20):
+        g.replay()
+    end.record()
+    sync()
+    return g, start.elapsed_time(end) * 1e3 / 20
+
+
+@pytest.fixture(scope="module")
+def decode():
+    """The four kernels of the decode step compiled in JITFunctions of their own, as `cases` does:
+    by stock Triton (launcher not installed), then with launcher installed. The CUDA graph of
+    stock's step is captured while launcher is not installed. Stock's outputs are checked
+    against the pure-Python reference here."""
+    d = DecodeStep()
+    fns = {n: getattr(K, n).fn for n in D.KERNELS}
+    launcher.uninstall()
+    d.stock = {n: triton.jit(fns[n]) for n in D.KERNELS}
+    d.stock_ck = d.compiled(d.stock)
+    d.check_reference(d.step(d.stock))
+    try:
+        d.graph, d.graph_device_us = _capture_graph(d.step(d.stock))
+    except Exception as e:  # noqa: BLE001 - the graph path is then skipped with the reason
+        d.graph_error = f"failed: {type(e).__name__}: {str(e)[:300]}"
+        sync()
+    launcher.install()
+    d.ours = {n: triton.jit(fns[n]) for n in D.KERNELS}
+    d.ours_ck = d.compiled(d.ours)
+    for n in D.KERNELS:
+        assert isinstance(d.ours_ck[n]._run, launcher.CudaLauncher), f"{n}: ours is not launcher's"
+        assert not isinstance(d.stock_ck[n]._run, launcher.CudaLauncher), f"{n}: stock is launcher's"
+    return d
+
+
+def _decode_fast(d, ctx):
+    """The guard's path, as p_fast builds it: JITFunctions of its own, the guard switched on for
+    each batch and off after it, with its counts per batch."""
+    if not fast_dispatch_available(launcher):
+        raise Unavailable("launcher.install(fast_dispatch=...) does not exist yet")
+    fd = FastDispatch(launcher)
+    guarded = {n: triton.jit(getattr(K, n).fn) for n in D.KERNELS}
+    step, ours = d.step(guarded), d.step(d.ours)
+    ctx.fast_how = fd.establish(lambda: [step() for _ in range(3)], lambda: [ours() for _ in range(3)])
+    state = {}
+
+    def before():
+        fd.set(True)
+        state["s"] = fd.snapshot()
+
+    def after():
+        s = fd.snapshot()
+        fd.set(False)
+        ctx.fast_batches.append(fd.delta(state["s"], s))
+
+    def checked():
+        before()
+        try:
+            step()
+        finally:
+            after()
+
+    d.check(N.FAST, checked)
+    return Path(N.FAST, _steps(step), DECODE_STEPS, before, after)
+
+
+def _decode_bundle(d, ctx):
+    if not (hasattr(launcher, "export") and hasattr(launcher, "load_bundle")):
+        raise Unavailable("launcher.export / launcher.load_bundle do not exist yet")
+    path = os.path.join(ctx.tmp, "decode.bundle")
+    launcher.export(path, *(d.ours_ck[n] for n in D.KERNELS))
+    bundle = ctx.bundle = launcher.load_bundle(path)  # held while its kernels run
+    ks = {n: bundle_kernel(bundle, n) for n in D.KERNELS}
+    step = d.step(ks)
+    d.check(N.BUNDLE, step)
+    return Path(N.BUNDLE, _steps(step), DECODE_STEPS)
+
+
+def _decode_graph(d, ctx):
+    if d.graph is None:
+        raise Unavailable(d.graph_error)
+    replay = d.graph.replay
+    d.check(N.GRAPH, replay)
+    return Path(N.GRAPH, _steps(replay), DECODE_STEPS)
+
+
+class _DecodeContext:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.fast_batches = []
+        self.fast_how = None
+        self.bundle = None
+
+
+def test_decode_step(benchmark, env, decode, tmp_path):
+    """A decode-like step of eight launches (rmsnorm, axpby, softmax, silu-mul, twice; 8x1024 fp32;
+    launcher.bench.decode) through every path in the same interleaved rounds: a round runs each
+    path once, a batch of DECODE_STEPS steps after a synchronisation. Stock eager and launcher
+    installed are the core paths (as stock.jit and ours.jit of test_hot); the guard, the bundle
+    and the CUDA graph are skipped with the reason where they cannot run. Before timing, each
+    path's outputs are asserted identical to stock eager's (and stock's close to the reference)."""
+    d = decode
+    launcher.install()
+    ctx = _DecodeContext(str(tmp_path))
+    stock, ours = d.step(d.stock), d.step(d.ours)
+    d.check(N.OURS_JIT, ours)
+    paths = [Path(N.STOCK_JIT, _steps(stock), DECODE_STEPS), Path(N.OURS_JIT, _steps(ours), DECODE_STEPS)]
+    skipped, invalid, notes = {}, {}, {}
+    for pname, build in ((N.FAST, _decode_fast), (N.BUNDLE, _decode_bundle), (N.GRAPH, _decode_graph)):
+        try:
+            paths.append(build(d, ctx))
+        except Unavailable as e:
+            skipped[pname] = str(e)
+        except AssertionError:
+            raise  # a path that computes something else fails the test
+        except Exception as e:  # noqa: BLE001 - a path that fails is reported, the others measured
+            skipped[pname] = f"failed: {type(e).__name__}: {str(e)[:300]}"
+        finally:
+            sync()
+    ctx.fast_batches.clear()  # the check's step
+    benchmark.group = "decode: " + N.DECODE
+    r = timed_rounds(benchmark, paths, ROUNDS, WARMUP)
+    if ctx.fast_how is not None and N.FAST in r.times:
+        notes[N.FAST], why = fast_summary(ctx.fast_batches[WARMUP:], ctx.fast_how,
+                                          DECODE_STEPS * D.LAUNCHES_PER_STEP, True)
+        if why:
+            invalid[N.FAST] = why
+    if d.graph_device_us is not None:
+        notes[N.GRAPH] = f"device time of one replayed step (CUDA events): {d.graph_device_us:.1f} µs"
+    record(benchmark, env, "decode", N.DECODE, r.times, cpu_note=r.cpu_note, unit="µs per step", ops=DECODE_STEPS,
+           warmup=WARMUP, skipped=skipped, invalid=invalid, notes=notes,
+           ratios=[(p, N.STOCK_JIT) for p in N.DECODE_PATHS if p != N.STOCK_JIT],
+           launches_per_step=D.LAUNCHES_PER_STEP, shape=f"{D.ROWS}x{D.COLS} fp32", triton_version=triton.__version__)
+    for pname, why in skipped.items():
+        print(f"[{N.DECODE}] {pname}: skipped: {why}")
 
 
 # ---- cold paths ----
