@@ -126,10 +126,16 @@ def _indented(text: str, spaces: int) -> str:
 # that checks, packs and launches (the shape's FlatLaunch, FLAT; None where the shape has none:
 # descriptors, tensor maps, fp16 scalars, scratch). What it declines (another type, a value out of
 # range, an odd grid) takes the generated Python below, which converts and explains.
-_FLAT = '''\
+def _unset(hook: str, chain: str) -> str:
+    """The inline form of triton_adapter.hooks_set's rule for one hook (generated code tests it
+    without a call): None, or Triton's HookChain (`chain`) with nothing in it."""
+    return f"({hook} is None or ({hook}.__class__ is {chain} and not {hook}.calls))"
+
+
+_FLAT = f'''\
     if (FLAT is not None and (kernel_metadata is PACKED_METADATA or kernel_metadata == PACKED_METADATA)
-            and (launch_enter_hook is None or (launch_enter_hook.__class__ is HOOK_CHAIN and not launch_enter_hook.calls))
-            and (launch_exit_hook is None or (launch_exit_hook.__class__ is HOOK_CHAIN and not launch_exit_hook.calls))):
+            and {_unset("launch_enter_hook", "HOOK_CHAIN")}
+            and {_unset("launch_exit_hook", "HOOK_CHAIN")}):
         status = FLAT(function, stream, (gridX, gridY, gridZ), *args)
         if status is None:
             return
@@ -334,8 +340,8 @@ def _launcher_call(grid, {params}**_launcher_options):
     else:
         _launcher_g = grid
     _launcher_stream = _launcher_STREAM(_launcher_dev)
-    _launcher_enter, _launcher_leave = _launcher_hooks_set(_launcher_RT)
-    if _launcher_enter is None and _launcher_leave is None:
+    _launcher_enter, _launcher_leave = _launcher_RT.launch_enter_hook, _launcher_RT.launch_exit_hook
+    if {unset_enter} and {unset_leave}:  # no hooks set
         if _launcher_flat is not None:  # one C call packs and launches; None: launched, False: declined
             _launcher_st = _launcher_flat(_launcher_function, _launcher_stream, _launcher_g, {passed})
             if _launcher_st is None:
@@ -347,6 +353,7 @@ def _launcher_call(grid, {params}**_launcher_options):
         _launcher_direct(_launcher_launcher, _launcher_gx, _launcher_gy, _launcher_gz, _launcher_stream,
                          _launcher_function, {passed})
         return _launcher_kernel
+    _launcher_enter, _launcher_leave = _launcher_hooks_set(_launcher_RT)
     _launcher_md = _launcher_kernel.launch_metadata(_launcher_g, _launcher_stream, {names})
     _launcher_gx, _launcher_gy, _launcher_gz = _launcher_grid3(_launcher_g)
     _launcher_launcher(_launcher_gx, _launcher_gy, _launcher_gz, _launcher_stream, _launcher_function,
@@ -452,6 +459,8 @@ def guard_source(name: str, params, namespace, knobs=(), hints=None, never=None)
     never_check = _NEVER_KEYS.format(a=never, args="".join(n + ", " for n in all_names)) if never else ""
     return GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
                                  positional="".join(n + ", " for n in all_names), unpack=_UNPACK_ENTRY,
+                                 unset_enter=_unset("_launcher_enter", "_launcher_HOOK_CHAIN"),
+                                 unset_leave=_unset("_launcher_leave", "_launcher_HOOK_CHAIN"),
                                  never=never_check, classify="".join(x + "\n" for x in lines), keys=", ".join(keys),
                                  bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))
 

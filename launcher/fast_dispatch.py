@@ -292,6 +292,7 @@ class Guard:
             "_launcher_ORIGINAL": self.original, "_launcher_FALLBACKS": _fallbacks,
             "_launcher_redispatch": self._redispatch, "_launcher_LIVE": False,
             "_launcher_check_globals": A.check_used_globals, "_launcher_hooks_set": A.hooks_set,
+            "_launcher_HOOK_CHAIN": A.hook_chain_type(),
             "_launcher_grid3": grid3,
             "_launcher_HITS": _hits, "_launcher_classify": classify, "_launcher_TENSOR": tensor, "_launcher_int_key": int_key,
         }
@@ -301,6 +302,7 @@ class Guard:
         # read once per call: globals shared by every guard. What every argument reads (the int
         # tables, classify) stays in cells: a cell is read faster than a global.
         shared = {"_launcher_RT", "_launcher_FALLBACKS", "_launcher_check_globals", "_launcher_hooks_set", "_launcher_grid3",
+                  "_launcher_HOOK_CHAIN",
                   "_launcher_HITS", "_launcher_UNSET"}
         shared.update(k for k in ns if k.startswith(("_launcher_KNOB_", "_launcher_KREAD_", "_launcher_KDEFAULT_")))
         _defaults(params, ns)
