@@ -121,17 +121,17 @@ def _indented(text: str, spaces: int) -> str:
     return "".join(" " * spaces + line if line.strip() else line for line in text.splitlines(True))
 
 
-# A hot launcher's launch without launch hooks set (None, or Triton's empty HookChain: the
-# inline form of triton_adapter.hooks_set's rule) and with the shape's own metadata is one C call
-# that checks, packs and launches (the shape's FlatLaunch, FLAT; None where the shape has none:
-# descriptors, tensor maps, fp16 scalars, scratch). What it declines (another type, a value out of
-# range, an odd grid) takes the generated Python below, which converts and explains.
 def _unset(hook: str, chain: str) -> str:
     """The inline form of triton_adapter.hooks_set's rule for one hook (generated code tests it
     without a call): None, or Triton's HookChain (`chain`) with nothing in it."""
     return f"({hook} is None or ({hook}.__class__ is {chain} and not {hook}.calls))"
 
 
+# A hot launcher's launch without launch hooks set (None, or Triton's empty HookChain: _unset)
+# and with the shape's own metadata is one C call that checks, packs and launches (the shape's
+# FlatLaunch, FLAT; None where the shape has none: descriptors, tensor maps, fp16 scalars,
+# scratch). What it declines (another type, a value out of range, an odd grid) takes the
+# generated Python below, which converts and explains.
 _FLAT = f'''\
     if (FLAT is not None and (kernel_metadata is PACKED_METADATA or kernel_metadata == PACKED_METADATA)
             and {_unset("launch_enter_hook", "HOOK_CHAIN")}
@@ -271,8 +271,8 @@ def generate(mode: str, layout, scratch: tuple, namespace: dict, encoder_of: dic
 # given. Where the compiled kernel has a C flat launch (CudaLauncher.flat_launch: no
 # descriptors, tensor maps or scratch), a hit without hooks packs and launches in that one C
 # call; what it declines (a value of another type, an odd grid) goes to the direct launch, which
-# converts and explains. The grid is read by launcher.arguments.grid3 and the hooks by
-# triton_adapter.hooks_set, the rules every front door follows. Every name the generated code
+# converts and explains. The grid is read by launcher.arguments.grid3, and whether hooks are set
+# is _unset's test (triton_adapter.hooks_set's rule), as at every front door. Every name the generated code
 # gives itself starts with RESERVED (a kernel parameter may not: the guard leaves such a
 # kernel to Triton, a bundle refuses it).
 RESERVED = "_launcher_"
