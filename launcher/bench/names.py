@@ -29,6 +29,7 @@ OURS_JIT = "ours.jit"
 STOCK_JIT = "stock.jit"
 PREPARED = "ours.prepared p()"
 PREPARED_NEW = "ours.prepared p(*new)"
+PREPARED_KW = "ours.prepared p(*new, **constexprs)"
 FAST = "ours.fast-dispatch kernel[grid]"
 BUNDLE = "ours.bundle k[grid]"
 INDUCTOR = "inductor"
@@ -36,7 +37,7 @@ CUDA_CORE = "cuda.core"
 CUDA_BINDINGS = "cuda.bindings"
 HOT_PATHS = [FLOOR, BIND, OURS_LAUNCHER_NONE, STOCK_LAUNCHER_NONE, OURS_LAUNCHER, STOCK_LAUNCHER,
              OURS_COMPILED_NONE, STOCK_COMPILED_NONE, OURS_COMPILED, STOCK_COMPILED, OURS_JIT, STOCK_JIT,
-             PREPARED, PREPARED_NEW, FAST, BUNDLE, INDUCTOR, CUDA_CORE, CUDA_BINDINGS]
+             PREPARED, PREPARED_NEW, PREPARED_KW, FAST, BUNDLE, INDUCTOR, CUDA_CORE, CUDA_BINDINGS]
 
 # What each path is, for the report.
 PATH_TEXT = {
@@ -54,6 +55,7 @@ PATH_TEXT = {
     STOCK_JIT: "stock, `kernel[grid](...)`: Triton's own path",
     PREPARED: "ours, `p = launcher.prepare(...)`, then `p()`",
     PREPARED_NEW: "ours, `p(*new_args)`: other tensors on every call, checked",
+    PREPARED_KW: "ours, `p(*new_args, BLOCK=...)`: the same, with the constexprs passed again by keyword",
     FAST: "ours, `kernel[grid](...)` with `install(fast_dispatch=True)`",
     BUNDLE: "ours, `load_bundle(...).kernel[grid](...)`",
     INDUCTOR: "torch Inductor's StaticallyLaunchedCudaKernel.run",

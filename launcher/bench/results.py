@@ -188,6 +188,8 @@ GOALS = [
     Goal("prepared `p()` against the floor", 1.15, "<=", "ratio", N.PREPARED, N.FLOOR),
     Goal("prepared `p(*new_args)` against the floor, vector add", 1.5, "<=", "ratio", N.PREPARED_NEW, N.FLOOR,
          (N.VECTOR_ADD,)),
+    Goal("prepared `p(*new_args, **same_constexprs)` against the floor, vector add", 1.5, "<=", "ratio",
+         N.PREPARED_KW, N.FLOOR, (N.VECTOR_ADD,)),
     Goal("fast-dispatch hit against the floor, vector add", 2.0, "<=", "ratio", N.FAST, N.FLOOR, (N.VECTOR_ADD,)),
     Goal("fast-dispatch hit against the floor, 19 mixed arguments", 2.5, "<=", "ratio", N.FAST, N.FLOOR,
          (N.MIXED19,)),

@@ -323,21 +323,40 @@ def p_prepared_new(c, ctx):
         raise Unavailable("launcher.prepare does not exist yet")
     p = ctx.prepared(c)
     with_kwargs = ctx.prepared_form(c, p)
-    kw = c.kwargs if with_kwargs else {}
+    return _new_args_path(N.PREPARED_NEW, c, p, c.kwargs if with_kwargs else {})
+
+
+def p_prepared_keywords(c, ctx):
+    """p(*new_args, **constexprs): the constexprs passed again by keyword, as users write a call."""
+    if not hasattr(launcher, "prepare"):
+        raise Unavailable("launcher.prepare does not exist yet")
+    if not c.kwargs:
+        raise Unavailable("the kernel has no constexpr passed by keyword")
+    return _new_args_path(N.PREPARED_KW, c, ctx.prepared(c), c.kwargs)
+
+
+def _new_args_path(name, c, p, kw):
+    """`name`: the prepared launch p called as p(*new_args, **kw), with other tensors on every call
+    (or the case's fresh arguments)."""
     call = (lambda *a: p(*a, **kw)) if kw else p
-    _check_vector_add(c, lambda *a: call(*a))
+    _check_vector_add(c, call)
     if c.fresh is not None:
-        return batch_path(N.PREPARED_NEW, c, call)
+        return batch_path(name, c, call)
     if not _has_tensor(c.args):
         raise Unavailable("no tensor argument to replace")
     pool = [_fresh_like(c.args) for _ in range(8)]
     todo = [pool[i % len(pool)] for i in LOOP]
 
-    def run():
-        for a in todo:
-            call(*a)
+    if kw:
+        def run():
+            for a in todo:
+                p(*a, **kw)
+    else:
+        def run():
+            for a in todo:
+                p(*a)
 
-    return Path(N.PREPARED_NEW, run, BATCH)
+    return Path(name, run, BATCH)
 
 
 def p_fast(c, ctx):
@@ -458,7 +477,8 @@ CORE = [(N.FLOOR, p_floor), (N.BIND, p_bind), p_launcher("ours", False), p_launc
         p_launcher("ours", True), p_launcher("stock", True), p_compiled("ours", False),
         p_compiled("stock", False), p_compiled("ours", True), p_compiled("stock", True),
         p_jit("ours"), p_jit("stock")]
-OPTIONAL = [(N.PREPARED, p_prepared), (N.PREPARED_NEW, p_prepared_new), (N.FAST, p_fast),
+OPTIONAL = [(N.PREPARED, p_prepared), (N.PREPARED_NEW, p_prepared_new), (N.PREPARED_KW, p_prepared_keywords),
+            (N.FAST, p_fast),
             (N.BUNDLE, p_bundle), (N.INDUCTOR, p_inductor), (N.CUDA_CORE, p_cuda_core),
             (N.CUDA_BINDINGS, p_cuda_bindings)]
 HOT_RATIOS = [(N.BUNDLE, N.STOCK_JIT), (N.BUNDLE, N.OURS_JIT), (N.FAST, N.OURS_JIT), (N.FAST, N.STOCK_JIT)]
