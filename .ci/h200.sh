@@ -15,6 +15,13 @@
 #                  (the pytest plugin .ci/conftest_launcher.py installs it and reports its counts);
 #                  TT_DESELECT=NAME leaves one out (3.9's test_async_compile_mock
 #                  hangs there, stock too), TT_TIMEOUT bounds each mode (100 s)
+#   third-party    third-party Triton libraries' own tests (FlagGems, Liger-Kernel: a small selection
+#                  in .device/thirdparty, fetched by .ci/third_party_fetch.sh, never committed), stock
+#                  and then with launcher and its fast dispatch on (the same plugin as triton-tests),
+#                  compared test by test (.ci/compare_junit.py); TP_TIMEOUT bounds each mode (90 s),
+#                  TP_LIBS picks libraries ("flaggems liger"), TP_FG_K replaces FlagGems' -k expression
+#   third-party-ops  .ci/third_party_ops.py: typical small FlagGems and Liger calls, µs per call, stock
+#                  against launcher and launcher with its guard, interleaved
 #   bench NAME     python -m launcher bench into $OUT/NAME (compared with an earlier NAME given
 #                  to compare); BENCH_K=EXPR runs only the suite's tests matching it
 #   compare A B    python -m launcher bench --compare $OUT/A/bench.json $OUT/B/bench.json
@@ -52,7 +59,7 @@ while [ $# -gt 0 ]; do
   case $phase in
     tests|gpu)
       K=""; M=""
-      if [ "$phase" = tests ] && [ $# -gt 0 ] && [[ $1 != -* ]] && ! [[ $1 =~ ^(gpu|triton-tests|bench|compare|demo|profile|script)$ ]]; then K=$1; shift; fi
+      if [ "$phase" = tests ] && [ $# -gt 0 ] && [[ $1 != -* ]] && ! [[ $1 =~ ^(gpu|triton-tests|third-party|third-party-ops|bench|compare|demo|profile|script)$ ]]; then K=$1; shift; fi
       [ "$phase" = gpu ] && M="gpu"
       python3 -m pytest tests -q -rs -s -p no:cacheprovider ${K:+-k "$K"} ${M:+-m "$M"} > "$OUT/$tag-$phase.log" 2>&1
       echo "-- $phase exit $?"
@@ -67,6 +74,49 @@ while [ $# -gt 0 ]; do
         echo "-- Triton's runtime tests, $mode (exit $?): $(grep -E '^=+ .*(passed|failed)' "$OUT/$tag-triton-$mode.log" | tail -1)"
         tail -1 "$OUT/$tag-triton-$mode.log"
         grep -E "^FAILED|fast dispatch" "$OUT/$tag-triton-$mode.log" | head -20
+      done
+      ;;
+    third-party|third-party-ops)
+      # the carried wheels (no network there): packaging only where the machine has none
+      tpw=.device/thirdparty/wheels
+      [ -d "$tpw" ] || { echo "-- $phase: no $tpw (run .ci/third_party_fetch.sh and carry .device/thirdparty)"; continue; }
+      whls=$(ls $tpw/*.whl | grep -v /packaging-)
+      python3 -c "import packaging" 2>/dev/null || whls="$whls $(ls $tpw/packaging-*.whl)"
+      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site $whls > "$OUT/tp-install.log" 2>&1 \
+        || { echo "-- $phase: installing the carried wheels failed"; tail -5 "$OUT/tp-install.log"; continue; }
+      if [ "$phase" = third-party-ops ]; then
+        python3 .ci/third_party_ops.py > "$OUT/$tag-tp-ops.log" 2>&1
+        echo "-- third-party ops exit $?"; tail -30 "$OUT/$tag-tp-ops.log"
+        continue
+      fi
+      for lib in ${TP_LIBS:-flaggems liger}; do
+        case $lib in
+          flaggems) dir=flaggems; sel="tests/test_add.py tests/test_mul.py tests/test_exp.py tests/test_relu.py
+            tests/test_silu.py tests/test_gelu.py tests/test_softmax.py tests/test_sum.py tests/test_mean.py
+            tests/test_layer_norm.py tests/test_rms_norm.py"
+            opts=(--quick -k "${TP_FG_K:-not add_scalar_tensor and not add_tensor_scalar}");;
+          liger) dir=liger; sel="test/ops/test_rms_norm.py test/ops/test_swiglu.py test/ops/test_softmax.py
+            test/ops/test_layer_norm.py test/ops/test_geglu.py test/ops/test_fused_add_rms_norm.py"
+            opts=();;
+          *) echo "-- third-party: unknown library $lib"; continue;;
+        esac
+        root=$PWD/.device/thirdparty/$dir
+        for mode in stock launcher; do
+          if [ "$mode" = stock ]; then envs="LAUNCHER_TRITON_TESTS_STOCK=1"; else envs="LAUNCHER_FAST_DISPATCH=1"; fi
+          log=$OUT/$tag-tp-$lib-$mode.log
+          # a scratch working directory (FlagGems' conftest writes result_*.json there), cold caches
+          # per mode; SIGINT at the timeout lets pytest write its summary and junit xml
+          run=/tmp/tp-run-$lib-$mode && rm -rf $run && mkdir -p $run
+          (export PYTHONPATH=$PWD/.ci:$PYTHONPATH; cd $run && env $envs GEMS_VENDOR=nvidia \
+            TRITON_CACHE_DIR=$run/triton-cache FLAGGEMS_CACHE_DIR=$run/flaggems-cache \
+            timeout -s INT -k 30 ${TP_TIMEOUT:-90} python3 -m pytest -q -rf -p no:cacheprovider -p conftest_launcher \
+            --junitxml="$OUT/$tag-tp-$lib-$mode.xml" "${opts[@]}" $(for f in $sel; do echo $root/$f; done) > "$log" 2>&1)
+          rc=$?
+          stopped=""; [ $rc = 124 ] || [ $rc = 137 ] && stopped=", stopped by TP_TIMEOUT=${TP_TIMEOUT:-90}"
+          echo "-- $lib, $mode (exit $rc$stopped): $(grep -E '(passed|failed|error|skipped|deselected|no tests ran).* in [0-9.]+s' "$log" | tail -1)"
+          grep -E "^(FAILED|ERROR|ImportError)|fast dispatch" "$log" | head -12
+        done
+        echo "-- $lib, stock against launcher: $(python3 .ci/compare_junit.py "$OUT/$tag-tp-$lib-stock.xml" "$OUT/$tag-tp-$lib-launcher.xml" | head -30)"
       done
       ;;
     bench)
