@@ -136,8 +136,8 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path, args):
     _, err = proc.communicate(timeout=300)
     err = err.decode()
     assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err
-    # argparse's help ignores a write that fails (exit status 0); everything else says 141
-    assert proc.returncode == (141 if "--help" not in args else 0), (proc.returncode, err)
+    # everything says 141; argparse's help on Python 3.11+ ignores a write that fails (exit status 0)
+    assert proc.returncode == 141 or ("--help" in args and proc.returncode == 0), (proc.returncode, err)
 
 
 # `info`: installed, and what LAUNCHER_INSTALL=1 does here.
