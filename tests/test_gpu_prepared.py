@@ -197,8 +197,9 @@ def test_a_bundled_kernel_prepares_like_its_triton_function(tmp_path):
 
 
 def test_p_and_p_with_new_arguments_take_the_c_path_on_the_gpu():
-    """Vector add: p() is the launch bound at prepare time and p(*new) is checked and packed in C
-    (launcher._call); neither reaches p.launch, and both compute the right thing."""
+    """Vector add: p() is the launch bound at prepare time and p(*new) (keywords included) is
+    checked and packed in C (launcher._call); none reaches p.launch, and each computes the right
+    thing. grid= (launch's own keyword) goes to p.launch."""
     x, y, out, n = _add()
     p = launcher.prepare(K.add_kernel, (triton.cdiv(n, 1024),), x, y, out, n, BLOCK=1024)
     assert p._fast_ready() == (True, True)
@@ -211,5 +212,11 @@ def test_p_and_p_with_new_arguments_take_the_c_path_on_the_gpu():
     p(x2, y2, out2, n)
     torch.cuda.synchronize()
     assert torch.equal(out2, x2 + y2) and not fell_back
-    p(x2, y2, out2, n, BLOCK=1024)  # a keyword: the general path
-    assert len(fell_back) == 1
+    x3, y3, out3, _ = _add()
+    p(x3, y3, out3, n=n, BLOCK=1024)  # keywords: parameters by name, the constexpr again (C, ee5593e)
+    torch.cuda.synchronize()
+    assert torch.equal(out3, x3 + y3) and not fell_back
+    out2.zero_()
+    p(x2, y2, out2, n, grid=(triton.cdiv(n, 1024),))  # grid= is launch's own keyword: the general path
+    torch.cuda.synchronize()
+    assert len(fell_back) == 1 and torch.equal(out2, x2 + y2)
