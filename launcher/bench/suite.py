@@ -369,6 +369,15 @@ def p_fast(c, ctx):
     how = fd.establish(lambda: [jit[grid](*args, **kw) for _ in range(3)],
                        lambda: [ours[grid](*args, **kw) for _ in range(3)])
     per_batch = []
+    before, after = _guard_switch(fd, per_batch)
+    ctx.fast_batches = per_batch
+    ctx.fast_how = how
+    return batch_path(N.FAST, c, lambda *a: jit[grid](*a, **kw), before=before, after=after)
+
+
+def _guard_switch(fd, batches):
+    """(before, after) of a batch through the guard: switched on for the batch and off after it,
+    with the batch's hits, misses and fallbacks appended to `batches`."""
     state = {}
 
     def before():
@@ -378,11 +387,9 @@ def p_fast(c, ctx):
     def after():
         s = fd.snapshot()
         fd.set(False)
-        per_batch.append(fd.delta(state["s"], s))
+        batches.append(fd.delta(state["s"], s))
 
-    ctx.fast_batches = per_batch
-    ctx.fast_how = how
-    return batch_path(N.FAST, c, lambda *a: jit[grid](*a, **kw), before=before, after=after)
+    return before, after
 
 
 def p_bundle(c, ctx):
@@ -773,16 +780,7 @@ def _decode_fast(d, ctx):
     guarded = {n: triton.jit(getattr(K, n).fn) for n in D.KERNELS}
     step, ours = d.step(guarded), d.step(d.ours)
     ctx.fast_how = fd.establish(lambda: [step() for _ in range(3)], lambda: [ours() for _ in range(3)])
-    state = {}
-
-    def before():
-        fd.set(True)
-        state["s"] = fd.snapshot()
-
-    def after():
-        s = fd.snapshot()
-        fd.set(False)
-        ctx.fast_batches.append(fd.delta(state["s"], s))
+    before, after = _guard_switch(fd, ctx.fast_batches)
 
     def checked():
         before()
