@@ -1258,6 +1258,475 @@ static PyType_Spec de_spec = {
     "launcher._call.DescEncoder", sizeof(DescEncoder), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, de_slots,
 };
 
+/* ---- a guarded kernel[grid] call: its key, and its hit ----
+ *
+ * GuardKey(params, heads, tensor, int_key, classify, no_key, mask, hit=None) is made once per
+ * guarded kernel (launcher.fast_dispatch.Guard._keyer) and carries out, in C, the key rules
+ * Python states (launcher.fast_dispatch and launcher.specialization: this file decides none of
+ * them), and the hit the guard's generated code makes (launcher.codegen.GUARD_TEMPLATE).
+ *
+ * key(*heads, *arguments) takes the `heads` values the generated guard reads first (device,
+ * debug flags, knobs, options) and then one argument per kernel parameter, and answers the key
+ * tuple: the heads, then two items per parameter:
+ *   a constexpr:       its class and its value;
+ *   a `tensor`:        its dtype, and whether data_ptr() & mask is 0 (True/False) where the
+ *                      parameter is specialized on alignment, False where only specialized, None;
+ *   an exact int:      int_key's code (read from the parameter's table of int_key's codes,
+ *                      specialization.INT_KEYS, else int_key(v, specialize, align)), None;
+ *   a float, a bool, None: its class, None;
+ *   anything else:     classify(v, specialize, align, tensor), None.
+ * A parameter marked `out` also has its launch value answered: a tensor's data_ptr() (read once,
+ * for the key and the launch), else the argument; with any such parameter the answer is the
+ * tuple (key, *values).  Where classify answers an instance of `no_key` (an argument of a class
+ * that never keys), that instance stands where the key would: the guard's code looks for it on
+ * a miss only.  Errors raised by the Python code called (int_key, classify, data_ptr) propagate.
+ *
+ * hit(grid, *heads, *arguments), where `hit` was given (a dict: what the generated code reads,
+ * below), is the generated code's hit, whole, for a call without launch options: the key as
+ * key() makes it, the entry recorded for it (entries[key], a codegen.GuardEntry, its fields at
+ * the positions `fields` names), and, where that entry still holds (the kernel's hash, its
+ * device_caches entry for the device and Triton's kernel cache still what was recorded), no
+ * pre-run hooks, no stages hook and no launch hook is set (hook_set, the rule of
+ * triton_adapter.hooks_set): the kernel's used globals checked (check_globals), the grid
+ * evaluated (a callable is called with the arguments by parameter name), the current stream
+ * read (stream(device)), and the launch: the entry's flat launch (FlatLaunch.launch, called
+ * directly) with every tensor's data_ptr() read for the key, else (no flat launch, or it
+ * declined) the entry's direct launch with grid3(grid); a driver refusal goes to the entry's
+ * launcher._launch_failed, which raises.  It answers the kernel launched, or NotImplemented,
+ * before anything is called that the general path would call again: a key that cannot be made
+ * (the error is cleared: the general path makes it again and explains), no entry, an entry that
+ * no longer holds, a hook or a pre-run hook set.  Errors of what it calls after that point
+ * (check_globals, the grid, the stream, the launches) propagate, as they do from the generated
+ * code.  Each launch is counted (guard_hits()).
+ *
+ * Nothing here changes after it is made, so calls on several threads share it. */
+typedef struct {
+    char constexpr_, specialize, align, out;
+    PyObject *ints;  /* {int: int_key code} of the parameter's (specialize, align); NULL for a constexpr */
+} gk_param;
+
+enum { F_HASH, F_CACHES, F_KERNEL_GET, F_TRITON_KEY, F_KERNEL, F_LAUNCHER, F_FUNCTION, F_DIRECT, F_FLAT, F_COUNT };
+static const char *const gk_field_names[F_COUNT] = {
+    "hash", "caches", "kernel_get", "triton_key", "kernel", "launcher", "function", "direct", "flat"};
+
+typedef struct {
+    PyObject_HEAD
+    gk_param *params;
+    Py_ssize_t n, heads, outs;
+    PyObject *tensor, *int_key, *classify, *no_key;
+    unsigned long long mask;
+    /* hit: all set, or none */
+    PyObject *jit, *runtime, *entries, *stream, *hook_chain, *check_globals, *grid3, *names;
+    Py_ssize_t fields[F_COUNT];
+} GuardKey;
+
+static PyObject *s_hash, *s_device_caches, *s_pre_run_hooks, *s_stages, *s_used_globals, *s_launch_failed;
+static PyTypeObject *flat_type;  /* launcher._call.FlatLaunch: its launch is called directly */
+static unsigned long long guard_hit_count;
+
+/* Whether the address `p` (data_ptr()'s answer) has no bit of `mask` set: 1, 0, or -1 with an error. */
+static int gk_aligned(PyObject *p, unsigned long long mask) {
+    if (PyLong_CheckExact(p)) {
+        unsigned long long low = PyLong_AsUnsignedLongLongMask(p);
+        if (low == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+        return !(low & mask);
+    }
+    PyObject *m = PyLong_FromUnsignedLongLong(mask), *r = m ? PyNumber_And(p, m) : NULL;  /* as `not p & mask` reads it */
+    Py_XDECREF(m);
+    if (!r) return -1;
+    int t = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return t < 0 ? -1 : !t;
+}
+
+/* The key of a call (heads: self->heads values, args: self->n arguments): a new tuple, a new
+ * reference to the NoKey instance that stands for it, or NULL with an error.  values[i] gets a
+ * new reference to a tensor argument's data_ptr() (NULL for other arguments: the launch value
+ * is the argument); the caller releases them, also after an error. */
+static PyObject *gk_build(GuardKey *self, PyObject *const *heads, PyObject *const *args, PyObject **values) {
+    PyObject *key = PyTuple_New(self->heads + 2 * self->n);
+    if (!key) return NULL;
+    for (Py_ssize_t i = 0; i < self->heads; i++) PyTuple_SetItem(key, i, Py_NewRef(heads[i]));
+    Py_ssize_t at = self->heads;
+    for (Py_ssize_t i = 0; i < self->n; i++, at += 2) {
+        const gk_param *p = &self->params[i];
+        PyObject *a = args[i], *k = NULL, *d = NULL;
+        PyTypeObject *cls = Py_TYPE(a);
+        if (p->constexpr_) {
+            k = Py_NewRef((PyObject *)cls);
+            d = Py_NewRef(a);
+        } else if ((PyObject *)cls == self->tensor) {
+            if (!(k = PyObject_GetAttr(a, s_dtype))) goto error;
+            if (!(values[i] = PyObject_CallMethodObjArgs(a, s_data_ptr, NULL))) { Py_DECREF(k); goto error; }
+            if (p->specialize && p->align) {
+                int r = gk_aligned(values[i], self->mask);
+                if (r < 0) { Py_DECREF(k); goto error; }
+                d = Py_NewRef(r ? Py_True : Py_False);
+            } else {
+                d = Py_NewRef(p->specialize ? Py_False : Py_None);
+            }
+        } else if (PyLong_CheckExact(a)) {
+            k = PyDict_GetItemWithError(p->ints, a);
+            if (k) {
+                Py_INCREF(k);
+            } else if (PyErr_Occurred() || !(k = PyObject_CallFunctionObjArgs(self->int_key, a, p->specialize ? Py_True : Py_False,
+                                                                             p->align ? Py_True : Py_False, NULL))) {
+                goto error;
+            }
+        } else if (PyFloat_CheckExact(a) || PyBool_Check(a) || a == Py_None) {
+            k = Py_NewRef((PyObject *)cls);
+        } else {
+            k = PyObject_CallFunctionObjArgs(self->classify, a, p->specialize ? Py_True : Py_False,
+                                             p->align ? Py_True : Py_False, self->tensor, NULL);
+            if (!k) goto error;
+            if ((PyObject *)Py_TYPE(k) == self->no_key) {  /* never keys: the NoKey stands for the key */
+                Py_DECREF(key);
+                return k;
+            }
+        }
+        PyTuple_SetItem(key, at, k);
+        PyTuple_SetItem(key, at + 1, d ? d : Py_NewRef(Py_None));
+    }
+    return key;
+error:
+    Py_DECREF(key);
+    return NULL;
+}
+
+static void release(PyObject **values, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) Py_CLEAR(values[i]);
+}
+
+#define GK_STACK 64  /* parameters whose launch values live on the stack; more are allocated */
+
+static PyObject *gk_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
+    GuardKey *self = (GuardKey *)op;
+    if (nargs != self->heads + self->n) {
+        PyErr_Format(PyExc_TypeError, "GuardKey.key takes %zd arguments (%zd given)", self->heads + self->n, nargs);
+        return NULL;
+    }
+    PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
+    if (!values) return PyErr_NoMemory();
+    PyObject *key = gk_build(self, args, args + self->heads, values), *result = key;
+    if (key && self->outs) {
+        result = PyTuple_New(1 + self->outs);
+        if (result) {
+            PyTuple_SetItem(result, 0, key);
+            Py_ssize_t at = 1;
+            int keyed = (PyObject *)Py_TYPE(key) != self->no_key;  /* else the values are None */
+            for (Py_ssize_t i = 0; i < self->n; i++) {
+                if (!self->params[i].out) continue;
+                PyObject *v = !keyed ? Py_None : values[i] ? values[i] : args[self->heads + i];
+                PyTuple_SetItem(result, at++, Py_NewRef(v));
+            }
+        } else {
+            Py_DECREF(key);
+        }
+    }
+    release(values, self->n);
+    if (values != stack) PyMem_Free(values);
+    return result;
+}
+
+/* entry[field] (a tuple's item: the entry is a codegen.GuardEntry), borrowed. */
+static PyObject *field(GuardKey *self, PyObject *entry, int f) {
+    return PyTuple_GetItem(entry, self->fields[f]);
+}
+
+/* Whether the recorded entry still holds (GUARD_TEMPLATE's test): 1, 0, -1 with an error. */
+static int gk_holds(GuardKey *self, PyObject *entry, PyObject *device) {
+    PyObject *hash = PyObject_GetAttr(self->jit, s_hash);
+    if (!hash) return -1;
+    int same = hash == field(self, entry, F_HASH);
+    Py_DECREF(hash);
+    if (!same) return 0;
+    PyObject *caches = PyObject_GetAttr(self->jit, s_device_caches), *now;
+    if (!caches) return -1;
+    if (PyDict_Check(caches)) {  /* a defaultdict too: read without making an entry, as .get() */
+        now = PyDict_GetItemWithError(caches, device);
+        Py_XINCREF(now);
+        if (!now && !PyErr_Occurred()) now = Py_NewRef(Py_None);
+    } else {
+        now = PyObject_CallMethod(caches, "get", "O", device);
+    }
+    Py_DECREF(caches);
+    if (!now) return -1;
+    same = now == field(self, entry, F_CACHES);
+    Py_DECREF(now);
+    if (!same) return 0;
+    PyObject *got = PyObject_CallFunctionObjArgs(field(self, entry, F_KERNEL_GET), field(self, entry, F_TRITON_KEY), NULL);
+    if (!got) return -1;
+    same = got == field(self, entry, F_KERNEL);
+    Py_DECREF(got);
+    return same;
+}
+
+/* 1 where the attribute `name` of `obj` is true (truth=1) or is not None (truth=0); -1 with an error. */
+static int attr_set(PyObject *obj, PyObject *name, int truth) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (!v) return -1;
+    int r = truth ? PyObject_IsTrue(v) : v != Py_None;
+    Py_DECREF(v);
+    return r;
+}
+
+/* The launch of a hit whose entry holds: 0 launched, -1 with an error. */
+static int gk_launch(GuardKey *self, PyObject *entry, PyObject *device, PyObject *grid, PyObject *const *args,
+                     PyObject **values) {
+    const Py_ssize_t n = self->n;
+    int r = attr_set(self->jit, s_used_globals, 1);
+    if (r < 0) return -1;
+    if (r) {
+        PyObject *ok = PyObject_CallFunctionObjArgs(self->check_globals, self->jit, NULL);
+        if (!ok) return -1;
+        Py_DECREF(ok);
+    }
+    PyObject *g = NULL, *stream = NULL, *argv = NULL, *st = NULL;
+    int result = -1;
+    if (!PyTuple_CheckExact(grid) && PyCallable_Check(grid)) {  /* grid(bound arguments by name) */
+        PyObject *bound = PyDict_New();
+        for (Py_ssize_t i = 0; bound && i < n; i++)
+            if (PyDict_SetItem(bound, PyTuple_GetItem(self->names, i), args[i]) < 0) Py_CLEAR(bound);
+        if (!bound) return -1;
+        g = PyObject_CallFunctionObjArgs(grid, bound, NULL);
+        Py_DECREF(bound);
+        if (!g) return -1;
+    } else {
+        g = Py_NewRef(grid);
+    }
+    if (!(stream = PyObject_CallFunctionObjArgs(self->stream, device, NULL))) goto done;
+    PyObject *function = field(self, entry, F_FUNCTION);
+    PyObject *flat = field(self, entry, F_FLAT);
+    guard_hit_count++;
+    if (flat != Py_None) {  /* (function, stream, grid, *values): None launched, False declined */
+        PyObject *stack[3 + GK_STACK], **vec = n <= GK_STACK ? stack : PyMem_Calloc(3 + n, sizeof(PyObject *));
+        if (!vec) { PyErr_NoMemory(); goto done; }
+        vec[0] = function; vec[1] = stream; vec[2] = g;  /* borrowed: each is held here or by the caller */
+        for (Py_ssize_t i = 0; i < n; i++) vec[3 + i] = values[i] ? values[i] : args[i];
+        PyObject *fl = PyCFunction_Check(flat) ? PyCFunction_GetSelf(flat) : NULL;
+        if (fl && Py_TYPE(fl) == flat_type) {  /* FlatLaunch.launch, called without a bound call's tuple */
+            Py_INCREF(fl);
+            st = fl_launch(fl, vec, 3 + n);
+            Py_DECREF(fl);
+        } else if ((argv = PyTuple_New(3 + n))) {
+            for (Py_ssize_t i = 0; i < 3 + n; i++) PyTuple_SetItem(argv, i, Py_NewRef(vec[i]));
+            st = PyObject_Call(flat, argv, NULL);
+            Py_CLEAR(argv);
+        }
+        if (vec != stack) PyMem_Free(vec);
+        if (!st) goto done;
+        if (st == Py_None) { result = 0; goto done; }
+        if (PyTuple_Check(st)) {  /* (status, packed bytes): the driver refused; the launcher raises */
+            PyObject *failed = PyObject_GetAttr(field(self, entry, F_LAUNCHER), s_launch_failed);
+            PyObject *raised = failed ? PyObject_Call(failed, st, NULL) : NULL;
+            Py_XDECREF(failed);
+            if (raised) { Py_DECREF(raised); result = 0; }
+            goto done;
+        }
+    }
+    {
+        PyObject *g3 = PyObject_CallFunctionObjArgs(self->grid3, g, NULL);
+        if (!g3) goto done;
+        if (!PyTuple_Check(g3) || PyTuple_Size(g3) != 3) {
+            Py_DECREF(g3);
+            PyErr_SetString(PyExc_SystemError, "grid3 did not answer 3 items");
+            goto done;
+        }
+        if (!(argv = PyTuple_New(6 + n))) { Py_DECREF(g3); goto done; }
+        PyTuple_SetItem(argv, 0, Py_NewRef(field(self, entry, F_LAUNCHER)));
+        for (int j = 0; j < 3; j++) PyTuple_SetItem(argv, 1 + j, Py_NewRef(PyTuple_GetItem(g3, j)));
+        Py_DECREF(g3);
+        PyTuple_SetItem(argv, 4, Py_NewRef(stream));
+        PyTuple_SetItem(argv, 5, Py_NewRef(function));
+        for (Py_ssize_t i = 0; i < n; i++) PyTuple_SetItem(argv, 6 + i, Py_NewRef(values[i] ? values[i] : args[i]));
+        PyObject *done_ = PyObject_Call(field(self, entry, F_DIRECT), argv, NULL);
+        if (done_) { Py_DECREF(done_); result = 0; }
+    }
+done:
+    Py_XDECREF(g); Py_XDECREF(stream); Py_XDECREF(argv); Py_XDECREF(st);
+    return result;
+}
+
+static PyObject *gk_hit(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
+    GuardKey *self = (GuardKey *)op;
+    if (nargs != 1 + self->heads + self->n) {
+        PyErr_Format(PyExc_TypeError, "GuardKey.hit takes %zd arguments (%zd given)", 1 + self->heads + self->n, nargs);
+        return NULL;
+    }
+    if (!self->jit) Py_RETURN_NOTIMPLEMENTED;
+    int r;  /* what sends the call to the general path, before anything of the call's own runs */
+    if ((r = attr_set(self->jit, s_pre_run_hooks, 1)) != 0 || (r = attr_set(self->runtime, s_stages, 0)) != 0
+            || (r = hook_set(self->runtime, self->hook_chain, s_enter)) != 0
+            || (r = hook_set(self->runtime, self->hook_chain, s_exit)) != 0)
+        goto decline;
+    PyObject *const *heads = args + 1, *const *arguments = args + 1 + self->heads;
+    PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
+    if (!values) return PyErr_NoMemory();
+    PyObject *result = NULL, *entry = NULL, *key = gk_build(self, heads, arguments, values);
+    if (!key || (PyObject *)Py_TYPE(key) == self->no_key) goto general;
+    entry = PyDict_GetItemWithError(self->entries, key);  /* an unhashable key: TypeError, cleared */
+    if (!entry || !PyTuple_Check(entry)) goto general;
+    Py_INCREF(entry);
+    r = gk_holds(self, entry, heads[0]);
+    if (r != 1) goto general;
+    if (gk_launch(self, entry, heads[0], args[0], arguments, values) == 0)
+        result = Py_NewRef(field(self, entry, F_KERNEL));
+    goto out;
+general:  /* the general path makes the key again, and explains */
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) goto out;  /* KeyboardInterrupt and the like propagate */
+        PyErr_Clear();
+    }
+    result = Py_NewRef(Py_NotImplemented);
+out:
+    Py_XDECREF(key); Py_XDECREF(entry);
+    release(values, self->n);
+    if (values != stack) PyMem_Free(values);
+    return result;
+decline:
+    if (r < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+        PyErr_Clear();
+    }
+    Py_RETURN_NOTIMPLEMENTED;
+}
+
+static PyObject *guard_hits(PyObject *module, PyObject *unused) {
+    return PyLong_FromUnsignedLongLong(guard_hit_count);
+}
+
+static int gk_clear(PyObject *op) {
+    GuardKey *self = (GuardKey *)op;
+    if (self->params) {
+        for (Py_ssize_t i = 0; i < self->n; i++) Py_CLEAR(self->params[i].ints);
+        PyMem_Free(self->params);
+        self->params = NULL;
+    }
+    self->n = 0;
+    Py_CLEAR(self->tensor); Py_CLEAR(self->int_key); Py_CLEAR(self->classify); Py_CLEAR(self->no_key);
+    Py_CLEAR(self->jit); Py_CLEAR(self->runtime); Py_CLEAR(self->entries); Py_CLEAR(self->stream);
+    Py_CLEAR(self->hook_chain); Py_CLEAR(self->check_globals); Py_CLEAR(self->grid3); Py_CLEAR(self->names);
+    return 0;
+}
+
+/* hit: {"jit", "runtime", "entries", "stream", "hook_chain", "check_globals", "grid3", "names",
+ * "fields": {GuardEntry field name: position}}, or None. */
+static int gk_set_hit(GuardKey *self, PyObject *hit) {
+    if (hit == Py_None) return 0;
+    if (!PyDict_Check(hit)) { PyErr_SetString(PyExc_TypeError, "GuardKey: hit must be a dict or None"); return -1; }
+    if (get_ref(hit, "jit", &self->jit, 0) < 0 || get_ref(hit, "runtime", &self->runtime, 0) < 0
+            || get_ref(hit, "entries", &self->entries, 0) < 0 || get_ref(hit, "stream", &self->stream, 0) < 0
+            || get_ref(hit, "hook_chain", &self->hook_chain, 1) < 0
+            || get_ref(hit, "check_globals", &self->check_globals, 0) < 0 || get_ref(hit, "grid3", &self->grid3, 0) < 0
+            || get_ref(hit, "names", &self->names, 0) < 0)
+        return -1;
+    if (!PyDict_Check(self->entries) || !PyTuple_Check(self->names) || PyTuple_Size(self->names) != self->n) {
+        PyErr_SetString(PyExc_TypeError, "GuardKey: hit's entries must be a dict and names a tuple of every parameter's");
+        return -1;
+    }
+    PyObject *fields = get(hit, "fields");
+    if (!fields) return -1;
+    for (int f = 0; f < F_COUNT; f++) {
+        PyObject *at = PyDict_Check(fields) ? PyDict_GetItemString(fields, gk_field_names[f]) : NULL;
+        if (!at || (self->fields[f] = PyLong_AsSsize_t(at)) < 0) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "GuardKey: hit's fields lack %s", gk_field_names[f]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *gk_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *params, *tensor, *int_key, *classify, *no_key, *hit = Py_None;
+    Py_ssize_t heads;
+    unsigned long long mask;
+    static char *names[] = {"params", "heads", "tensor", "int_key", "classify", "no_key", "mask", "hit", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!nOOOOK|O", names, &PyTuple_Type, &params, &heads, &tensor,
+                                     &int_key, &classify, &no_key, &mask, &hit))
+        return NULL;
+    if (heads < 1 || !PyCallable_Check(int_key) || !PyCallable_Check(classify) || !PyType_Check(no_key)) {
+        PyErr_SetString(PyExc_TypeError, "GuardKey: heads >= 1 (the device first), int_key and classify callables, "
+                                         "no_key a class");
+        return NULL;
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    GuardKey *self = (GuardKey *)alloc(type, 0);
+    if (!self) return NULL;
+    Py_ssize_t n = PyTuple_Size(params);
+    self->tensor = Py_NewRef(tensor); self->int_key = Py_NewRef(int_key);
+    self->classify = Py_NewRef(classify); self->no_key = Py_NewRef(no_key);
+    self->heads = heads; self->mask = mask;
+    if (!(self->params = PyMem_Calloc(n ? n : 1, sizeof(gk_param)))) { PyErr_NoMemory(); goto error; }
+    self->n = n;
+    for (Py_ssize_t i = 0; i < n; i++) {  /* (constexpr, specialize, align, out, ints) */
+        PyObject *t = PyTuple_GetItem(params, i);
+        gk_param *p = &self->params[i];
+        int flags[4];
+        if (!PyTuple_Check(t) || PyTuple_Size(t) != 5) goto bad;
+        for (int j = 0; j < 4; j++)
+            if ((flags[j] = PyObject_IsTrue(PyTuple_GetItem(t, j))) < 0) goto error;
+        p->constexpr_ = (char)flags[0]; p->specialize = (char)flags[1]; p->align = (char)flags[2]; p->out = (char)flags[3];
+        PyObject *ints = PyTuple_GetItem(t, 4);
+        if (!p->constexpr_ && !PyDict_Check(ints)) goto bad;
+        if (p->constexpr_ && p->out) goto bad;
+        p->ints = p->constexpr_ ? NULL : Py_NewRef(ints);
+        self->outs += p->out;
+    }
+    if (gk_set_hit(self, hit) < 0) goto error;
+    return (PyObject *)self;
+bad:
+    PyErr_SetString(PyExc_TypeError, "GuardKey: a parameter is (constexpr, specialize, align, out, ints dict)");
+error:
+    Py_DECREF(self);
+    return NULL;
+}
+
+static int gk_traverse(PyObject *op, visitproc visit, void *arg) {
+    GuardKey *self = (GuardKey *)op;
+    Py_VISIT(Py_TYPE(op));
+    for (Py_ssize_t i = 0; self->params && i < self->n; i++) Py_VISIT(self->params[i].ints);
+    Py_VISIT(self->tensor); Py_VISIT(self->int_key); Py_VISIT(self->classify); Py_VISIT(self->no_key);
+    Py_VISIT(self->jit); Py_VISIT(self->runtime); Py_VISIT(self->entries); Py_VISIT(self->stream);
+    Py_VISIT(self->hook_chain); Py_VISIT(self->check_globals); Py_VISIT(self->grid3); Py_VISIT(self->names);
+    return 0;
+}
+
+static void gk_dealloc(PyObject *op) { gc_dealloc(op, gk_clear); }
+
+static PyObject *gk_get_tensor(PyObject *op, void *unused) {
+    GuardKey *self = (GuardKey *)op;
+    return Py_NewRef(self->tensor ? self->tensor : Py_None);
+}
+
+static PyGetSetDef gk_getset[] = {
+    {"tensor", gk_get_tensor, NULL, "the class whose instances are keyed by dtype and alignment", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef gk_methods[] = {
+    {"key", (PyCFunction)(void (*)(void))gk_key, METH_FASTCALL,
+     "key(*heads, *arguments): the key tuple, or (key, *out values) where a parameter is marked out."},
+    {"hit", (PyCFunction)(void (*)(void))gk_hit, METH_FASTCALL,
+     "hit(grid, *heads, *arguments): the kernel launched, or NotImplemented (the general path's call)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot gk_slots[] = {
+    {Py_tp_new, gk_new},
+    {Py_tp_traverse, gk_traverse},
+    {Py_tp_clear, gk_clear},
+    {Py_tp_dealloc, gk_dealloc},
+    {Py_tp_methods, gk_methods},
+    {Py_tp_getset, gk_getset},
+    {Py_tp_doc, "GuardKey(params, heads, tensor, int_key, classify, no_key, mask, hit=None): the key and the hit "
+                "of a guarded kernel[grid] call, in C (launcher.fast_dispatch)."},
+    {0, NULL},
+};
+
+static PyType_Spec gk_spec = {
+    "launcher._call.GuardKey", sizeof(GuardKey), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, gk_slots,
+};
+
 /* ---- kernel[grid] while the fast-dispatch guard is on ----
  *
  * GuardItem(triton_getitem, function_type, method_type, call_attribute, plain=None) is
@@ -1425,13 +1894,19 @@ static int exec_module(PyObject *m) {
             || !(s_strides = PyUnicode_InternFromString("strides"))
             || !(s_padding = PyUnicode_InternFromString("padding"))
             || !(s_tf32 = PyUnicode_InternFromString("round_f32_to_tf32"))
-            || !(s_run = PyUnicode_InternFromString("run")))
+            || !(s_run = PyUnicode_InternFromString("run")) || !(s_hash = PyUnicode_InternFromString("hash"))
+            || !(s_device_caches = PyUnicode_InternFromString("device_caches"))
+            || !(s_pre_run_hooks = PyUnicode_InternFromString("pre_run_hooks"))
+            || !(s_stages = PyUnicode_InternFromString("add_stages_inspection_hook"))
+            || !(s_used_globals = PyUnicode_InternFromString("used_global_vals"))
+            || !(s_launch_failed = PyUnicode_InternFromString("_launch_failed")))
         return -1;
-    PyType_Spec *specs[4] = {&fc_spec, &de_spec, &fl_spec, &gi_spec};
-    const char *names[4] = {"FastCall", "DescEncoder", "FlatLaunch", "GuardItem"};
-    for (int i = 0; i < 4; i++) {
+    PyType_Spec *specs[5] = {&fc_spec, &de_spec, &fl_spec, &gi_spec, &gk_spec};
+    const char *names[5] = {"FastCall", "DescEncoder", "FlatLaunch", "GuardItem", "GuardKey"};
+    for (int i = 0; i < 5; i++) {
         PyObject *t = PyType_FromSpec(specs[i]);
         if (!t) return -1;
+        if (specs[i] == &fl_spec) flat_type = (PyTypeObject *)t;  /* held by the module */
         if (PyModule_AddObject(m, names[i], t) < 0) { Py_DECREF(t); return -1; }
     }
     return 0;
@@ -1439,10 +1914,15 @@ static int exec_module(PyObject *m) {
 
 static PyModuleDef_Slot module_slots[] = {{Py_mod_exec, exec_module}, {0, NULL}};
 
+static PyMethodDef module_methods[] = {
+    {"guard_hits", guard_hits, METH_NOARGS, "Launches made by GuardKey.hit since the module was loaded."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "launcher._call",
-    "The C calls of prepared launches (launcher.prepared) and host descriptor encoding (launcher.tensormap); "
-    "see cdefs/call.c.", 0, NULL, module_slots, NULL, NULL, NULL,
+    "The C calls of prepared launches (launcher.prepared), guarded kernel[grid] calls (launcher.fast_dispatch) "
+    "and host descriptor encoding (launcher.tensormap); see cdefs/call.c.", 0, module_methods, module_slots, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__call(void) { return PyModuleDef_Init(&module); }

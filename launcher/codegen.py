@@ -21,7 +21,7 @@ import types
 from typing import NamedTuple
 
 from launcher import spec as S
-from launcher.specialization import DIVISIBILITY_MASK
+from launcher.specialization import DIVISIBILITY_MASK, INT_KEYS
 
 _code: dict = {}  # generated source -> its code object
 
@@ -266,7 +266,11 @@ def generate(mode: str, layout, scratch: tuple, namespace: dict, encoder_of: dic
 # One body, emitted once per kernel: `call(grid, ...)` is what kernel[grid] returns (launcher's
 # JITFunction.__getitem__ binds the grid to it); `run(..., grid=, warmup=)` is JITFunction.run
 # (Triton's autotuner and heuristics call it; warmup() calls take Triton's path), which calls
-# `call`. Pointers go to the launcher as the integers the key already read from data_ptr();
+# `call`. Every argument is keyed by one C call (launcher._call.GuardKey.key, carrying out
+# fast_dispatch.classify's and specialization.int_key's rules), and a call without launch options
+# first tries the whole hit in one C call (GuardKey.hit: the same steps as the code below, for an
+# entry that holds with no hook set); what it leaves (NotImplemented) runs the code below.
+# Pointers go to the launcher as the integers the key already read from data_ptr();
 # everything Triton's path sees (grid callables, launch metadata, a miss) gets the arguments as
 # given. Where the compiled kernel has a C flat launch (CudaLauncher.flat_launch: no
 # descriptors, tensor maps or scratch), a hit without hooks packs and launches in that one C
@@ -301,24 +305,25 @@ def _launcher_call(grid, {params}**_launcher_options):
     """kernel[grid](...) through launcher's guard (generated for {name})."""
     if not _launcher_LIVE:
         return _launcher_redispatch(grid, _launcher_options, ({names}))
+{never}    if not _launcher_options:  # the common hit, whole, in one C call (GuardKey.hit: the steps below, carried out)
+        _launcher_r = _launcher_HIT(grid, {hit_heads}, {names})
+        if _launcher_r is not _launcher_DECLINED:
+            return _launcher_r
     if _launcher_JIT.pre_run_hooks or _launcher_RT.add_stages_inspection_hook is not None:
         return _launcher_fallback("pre-run hooks or a stages hook", grid, False, _launcher_options, ({names}))
-{never}    try:  # Triton's path is taken after it, never in it (its errors are not the key's)
-        _launcher_no = None  # an argument's class never keys: its NoKey (counted without a str() per call)
+    try:  # Triton's path is taken after it, never in it (its errors are not the key's)
         if _launcher_options:  # by class too: num_warps=4.0 is not 4 (Triton keys them by str())
             _launcher_okey = _launcher_frozenset([(_launcher_k, _launcher_v.__class__, _launcher_v)
                                                   for _launcher_k, _launcher_v in _launcher_options.items()])
         else:
             _launcher_okey = ()
         _launcher_dev = _launcher_DEVICE()
-{classify}        _launcher_key = (_launcher_dev, _launcher_JIT.debug, {knobs}_launcher_okey, {keys})
+        {keyed} = _launcher_KEY({heads}, {names})
         _launcher_e = _launcher_ENTRIES.get(_launcher_key)
     except _launcher_NoKey as _launcher_reason:
         return _launcher_fallback(_launcher_str(_launcher_reason), grid, False, _launcher_options, ({names}))
     except _launcher_TypeError:
         return _launcher_fallback("an argument that cannot be a key (unhashable)", grid, False, _launcher_options, ({names}))
-    if _launcher_no is not None:
-        return _launcher_fallback(_launcher_no, grid, False, _launcher_options, ({names}))
     if _launcher_e is not None:
         {unpack}
         if (_launcher_hash is _launcher_JIT.hash and _launcher_caches is _launcher_JIT.device_caches.get(_launcher_dev)
@@ -327,6 +332,8 @@ def _launcher_call(grid, {params}**_launcher_options):
         else:  # the kernel's source changed, or its caches were cleared or no longer hold it
             _launcher_e = None
     if _launcher_e is None:  # a miss: the kernel Triton's cache holds for this call, else Triton's path
+        if _launcher_key.__class__ is _launcher_NoKey:  # an argument of a class that never keys (counted as such)
+            return _launcher_fallback(_launcher_key, grid, False, _launcher_options, ({names}))
         _launcher_e = _launcher_recall(_launcher_key, _launcher_dev, _launcher_options, ({names}))
         if _launcher_e is None:
             return _launcher_miss(_launcher_key, _launcher_dev, grid, _launcher_options, ({names}))
@@ -368,17 +375,6 @@ def _launcher_run({params}*, grid, warmup, **_launcher_options):
     return _launcher_call(grid, {positional}**_launcher_options)
 '''
 
-# An integer argument's key is launcher.specialization.int_key's (the rule lives there): the
-# generated code looks the int up in that rule's table for the parameter's flags first
-# (a subscript: cheaper than .get(), and the try costs nothing until an int is new to the table).
-_INT_KEY = """\
-            try:
-                {k} = _launcher_IK_{flags}[{a}]
-            except _launcher_KeyError:
-                {k} = _launcher_int_key({a}, {specialize}, {align})
-"""
-
-
 # A parameter whose argument in the first call was of a class that never keys (a tensor
 # descriptor): such an argument sends the call to Triton's path before anything is classified.
 _NEVER_KEYS = """\
@@ -395,74 +391,54 @@ def reserved_builtins(prefix: str, *builtins) -> dict:
     return {f"{prefix}{b.__name__}": b for b in builtins}
 
 
-# The builtins a guard reads once per call (globals, shared by every guard) and those it reads
-# for every argument (closure cells, as the rest of what an argument's key reads).
-_GUARD_BUILTINS = reserved_builtins(RESERVED, tuple, callable, str, frozenset, TypeError)
-_ARGUMENT_BUILTINS = reserved_builtins(RESERVED, int, float, bool, KeyError)
+# The builtins a guard reads (globals, shared by every guard).
+_GUARD_BUILTINS = {**reserved_builtins(RESERVED, tuple, callable, str, frozenset, TypeError),
+                   RESERVED + "DECLINED": NotImplemented}  # what GuardKey.hit answers to leave a call to the code below
+
+
+def guard_heads(knobs, device="_launcher_dev", options="_launcher_okey") -> list:
+    """The expressions a guard's key starts with, before its arguments' items (GuardKey's heads):
+    the device (first: the hit reads it), the kernel's debug flag, the knobs in Triton's key, the
+    launch options' key."""
+    return [device, "_launcher_JIT.debug", *knobs, options]
+
+
+def guard_key_params(params, hints=None) -> tuple:
+    """launcher._call.GuardKey's params for a kernel: (constexpr, specialize, align, out, ints)
+    per parameter, where `ints` is the parameter's table of specialization.int_key codes and
+    `out` marks a parameter whose argument in a first call was not a scalar (or that has no
+    hint): the key call also answers its launch value (a tensor's data_ptr(), read once). The
+    generated code names those values `_launcher_p<i>` (guard_source)."""
+    hints = hints or {}
+    scalars = (int, float, bool, type(None))
+    return tuple((is_constexpr, specialize, align, not is_constexpr and hints.get(pname) not in scalars,
+                  None if is_constexpr else INT_KEYS[specialize, align])
+                 for pname, is_constexpr, specialize, align in params)
 
 
 def guard_source(name: str, params, namespace, knobs=(), hints=None, never=None) -> str:
     """The source of a guard's generated code (GUARD_TEMPLATE filled in for one kernel; what
     generate_guard compiles and `python -m launcher show-generated` prints). The arguments are
-    generate_guard's."""
-    hints = hints or {}
-    lines, keys, passed = [], [], []
-    sig = []
+    generate_guard's. Every argument is keyed by one C call (_launcher_KEY, launcher._call.GuardKey
+    made with guard_key_params and guard_heads), which also answers the launch values of the
+    parameters it marks out."""
+    sig, passed, outs = [], [], []
     all_names = [p[0] for p in params]
     names_tuple = ", ".join(all_names) + ("," if len(all_names) == 1 else "")
-    for i, (pname, is_constexpr, specialize, align) in enumerate(params):
-        a, k, d, v = pname, f"_launcher_k{i}", f"_launcher_d{i}", f"_launcher_p{i}"
-        sig.append(f"{a}=_launcher_DEFAULT_{i}" if f"_launcher_DEFAULT_{i}" in namespace else a)
-        if is_constexpr:  # by value (and type: 1, 1.0 and True are different constexprs)
-            lines.append(f"        {k} = {a}.__class__")
-            lines.append(f"        {d} = {a}")
-            keys += [k, d]
-            passed.append(a)
-            continue
-        hint = hints.get(pname)
-        two = hint is None or hint not in (int, float, bool, type(None))  # a tensor slot
-        aligned = (f"not {v} & {DIVISIBILITY_MASK}" if two else f"not {a}.data_ptr() & {DIVISIBILITY_MASK}") \
-            if specialize and align else \
-            ("False" if specialize else "None")
-        if two:
-            keys += [k, d]
-            passed.append(v)  # what the launcher gets: a tensor's data_ptr(), else the argument
-            plain = [f"{v} = {a}", f"{d} = None"]  # the other branches' own lines
-            tensor = [f"{k} = {a}.dtype", f"{v} = {a}.data_ptr()", f"{d} = {aligned}"]
-        else:
-            keys.append(k)
-            passed.append(a)
-            plain = []
-            tensor = [f"{k} = (_launcher_TENSOR, {a}.dtype, {aligned})"]
-        int_key = _INT_KEY.format(a=a, k=k, flags=f"{int(specialize)}{int(align)}", specialize=specialize, align=align)
-        # {k} holds the argument's class while the branches test it: a float, bool or None keys by it
-        simple = sorted([f"{k} is _launcher_float", f"{k} is _launcher_bool", f"{a} is None"],
-                        key=lambda t: not (hint is not None and t == f"{k} is _launcher_{hint.__name__}"))
-        branches = {
-            "tensor": (f"{k} is _launcher_TENSOR", tensor),
-            "int": (f"{k} is _launcher_int", plain + int_key.rstrip("\n").split("\n")),
-            "simple": (" or ".join(simple), plain or ["pass"]),
-        }
-        first = "int" if hint is int else "simple" if hint in (float, bool, type(None)) else "tensor"
-        order = [first] + [b for b in ("tensor", "int", "simple") if b != first]
-        lines.append(f"        {k} = {a}.__class__")
-        for j, b in enumerate(order):
-            test, body = branches[b]
-            lines.append(f"        {'if' if j == 0 else 'elif'} {test}:")
-            lines += [x if x.startswith("            ") else "            " + x.strip() for x in body]
-        lines.append("        else:")
-        lines += ["            " + x for x in plain]
-        lines.append(f"            {k} = _launcher_classify({a}, {specialize}, {align}, _launcher_TENSOR)")
-        lines.append(f"            if {k}.__class__ is _launcher_NoKey:")
-        lines.append(f"                _launcher_no = {k}")
+    for i, (pname, (_, _, _, out, _)) in enumerate(zip(all_names, guard_key_params(params, hints))):
+        sig.append(f"{pname}=_launcher_DEFAULT_{i}" if f"_launcher_DEFAULT_{i}" in namespace else pname)
+        if out:
+            outs.append(f"_launcher_p{i}")
+        passed.append(outs[-1] if out else pname)
     bound = ", ".join(f"{n!r}: {n}" for n in all_names)
     never_check = _NEVER_KEYS.format(a=never, args="".join(n + ", " for n in all_names)) if never else ""
     return GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
                                  positional="".join(n + ", " for n in all_names), unpack=_UNPACK_ENTRY,
                                  unset_enter=_unset("_launcher_enter", "_launcher_HOOK_CHAIN"),
                                  unset_leave=_unset("_launcher_leave", "_launcher_HOOK_CHAIN"),
-                                 never=never_check, classify="".join(x + "\n" for x in lines), keys=", ".join(keys),
-                                 bound=bound, knobs="".join(k + ", " for k in knobs), passed=", ".join(passed))
+                                 never=never_check, keyed=", ".join(["_launcher_key", *outs]),
+                                 heads=", ".join(guard_heads(knobs)), bound=bound, passed=", ".join(passed),
+                                 hit_heads=", ".join(guard_heads(knobs, "_launcher_DEVICE()", "()")))
 
 
 def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None, shared=frozenset()):
@@ -483,7 +459,7 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
     are the same for every kernel, never change and are read once per call (Triton's knobs,
     the counters): the guard reads them as globals, from one dict for all kernels (define)."""
     source = guard_source(name, params, namespace, knobs, hints, never)
-    own = {**{k: v for k, v in namespace.items() if k not in shared}, **_ARGUMENT_BUILTINS}
+    own = {k: v for k, v in namespace.items() if k not in shared}
     common = {k: namespace[k] for k in shared}
     run, call = define(source, "guard", own, "_launcher_run", "_launcher_call", shared={**common, **_GUARD_BUILTINS})
     run.__qualname__ = f"{name}.run (launcher guard, generated)"

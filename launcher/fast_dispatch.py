@@ -22,6 +22,9 @@ to the guard's generated `call` (a bound method, where Triton builds a lambda th
 with keywords), and JITFunction.run
 is the guard's `run` (what autotuners, heuristics and warmup() call).
 
+The key and the common hit (no launch options, no hook set) are C calls made for each guarded
+kernel (launcher._call.GuardKey), which carry out the rules stated here and in
+launcher.specialization; the generated code is the general path, and the home of the sequence.
 On a hit the guard launches the compiled kernel recorded for that key, through its launcher
 (or, where that kernel's launcher has one, in one C call that packs and launches:
 CudaLauncher.flat_launch): the grid is evaluated as Triton evaluates it, the
@@ -126,7 +129,8 @@ def disable() -> None:
 def stats() -> dict:
     """Hits, misses and fallbacks (with their reasons) since the guard was first enabled; the
     counts only grow."""
-    return {"enabled": enabled(), "guarded kernels": len(_attached), "hits": _hits[0], "misses": _misses[0],
+    return {"enabled": enabled(), "guarded kernels": len(_attached), "hits": _hits[0] + _call.guard_hits(),
+            "misses": _misses[0],
             "fallbacks": fallback_counts()}
 
 
@@ -235,7 +239,7 @@ class Guard:
         if self._unusual is not None:
             self.run = self._unguarded
         else:
-            ns, knobs, shared = self._namespace(params)
+            ns, knobs, shared = self._namespace(params, example)
             never = _never_keys(params, example)
             if never is not None:
                 ns["_launcher_NEVER_CLASS"], ns["_launcher_NEVER"] = never[1:]
@@ -280,7 +284,15 @@ class Guard:
         if self._cells is not None:
             self._set("_launcher_LIVE", False)
 
-    def _namespace(self, params) -> tuple:
+    def _keyer(self, tensor):
+        """Put in ns the C calls that key the guard's arguments and make its common hit whole
+        (launcher._call.GuardKey: the rules of classify, int_key and DIVISIBILITY_MASK carried out
+        for this kernel's parameters, and GUARD_TEMPLATE's hit), with `tensor` as the class whose
+        instances are keyed by dtype and alignment."""
+        params, heads, hit = self._key_spec
+        return _call.GuardKey(params, heads, tensor, int_key, classify, NoKey, _MASK, hit)
+
+    def _namespace(self, params, example) -> tuple:
         """(the names the generated run uses, the expressions of the knobs in its key, the names
         among them that are the same for every guard and never change: read as globals)."""
         _, device, stream, tensor = self._made_with
@@ -294,13 +306,17 @@ class Guard:
             "_launcher_check_globals": A.check_used_globals, "_launcher_hooks_set": A.hooks_set,
             "_launcher_HOOK_CHAIN": A.hook_chain_type(),
             "_launcher_grid3": grid3,
-            "_launcher_HITS": _hits, "_launcher_classify": classify, "_launcher_TENSOR": tensor, "_launcher_int_key": int_key,
+            "_launcher_HITS": _hits,
         }
-        for (specialize, align), table in INT_KEYS.items():
-            ns[f"_launcher_IK_{int(specialize)}{int(align)}"] = table
         knobs = _knobs(ns)
-        # read once per call: globals shared by every guard. What every argument reads (the int
-        # tables, classify) stays in cells: a cell is read faster than a global.
+        hit = {"jit": self.jit, "runtime": ns["_launcher_RT"], "entries": self.entries, "stream": stream,
+               "hook_chain": ns["_launcher_HOOK_CHAIN"], "check_globals": A.check_used_globals, "grid3": grid3,
+               "names": tuple(p.name for p in params), "fields": {f: i for i, f in enumerate(codegen.GuardEntry._fields)}}
+        self._key_spec = (codegen.guard_key_params(_guard_params(params), _hints(params, example)),
+                          len(codegen.guard_heads(knobs)), hit)
+        keyer = self._keyer(tensor)
+        ns["_launcher_KEY"], ns["_launcher_HIT"] = keyer.key, keyer.hit
+        # read once per call: globals shared by every guard (the key call, read first, stays in a cell)
         shared = {"_launcher_RT", "_launcher_FALLBACKS", "_launcher_check_globals", "_launcher_hooks_set", "_launcher_grid3",
                   "_launcher_HOOK_CHAIN",
                   "_launcher_HITS", "_launcher_UNSET"}
@@ -317,7 +333,9 @@ class Guard:
         self._set("_launcher_DEVICE", A.fast_device_getter(self._made_with[1]))
         torch = sys.modules.get("torch")
         if self._made_with[3] is _NoTensor and torch is not None:
-            self._set("_launcher_TENSOR", torch.Tensor)
+            keyer = self._keyer(torch.Tensor)
+            self._set("_launcher_KEY", keyer.key)
+            self._set("_launcher_HIT", keyer.hit)
             self._made_with = self._made_with[:3] + (torch.Tensor,)
         self._settled = A.device_getter_is_final(self._made_with[1]) and self._made_with[3] is not _NoTensor
 
@@ -430,8 +448,8 @@ def _knobs(ns) -> list:
         else:  # what decides its value: the holder's own setting, else the environment's
             read, (env_key, default) = source
             ns[f"_launcher_KREAD_{i}"], ns[f"_launcher_KDEFAULT_{i}"], ns["_launcher_UNSET"] = read, default, _UNSET
-            knobs.append(f"_launcher_KNOB_{i}.__dict__.get({attr!r}, _launcher_UNSET), "
-                         f"_launcher_KREAD_{i}({env_key!r}, _launcher_KDEFAULT_{i})")
+            knobs += [f"_launcher_KNOB_{i}.__dict__.get({attr!r}, _launcher_UNSET)",
+                      f"_launcher_KREAD_{i}({env_key!r}, _launcher_KDEFAULT_{i})"]
     return knobs
 
 

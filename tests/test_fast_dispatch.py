@@ -714,15 +714,15 @@ def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_clas
     try:
         classified = []
         cells = codegen.cells(guard.call)
-        shared = guard.run.__globals__  # what every guard reads alike (codegen.define's shared)
-        monkeypatch.setitem(shared, "_launcher_classify", lambda *a: classified.append(a))
+        key = cells["_launcher_KEY"].cell_contents
+        cells["_launcher_KEY"].cell_contents = lambda *a: classified.append(a)
         before = fast_dispatch.fallback_counts().get("a tensor descriptor", 0)
         for _ in range(3):
             guard.run(*desc_call, grid=(1,), warmup=False, BLOCK=64)
         assert len(paths) == 3 and not classified
         assert fast_dispatch.fallback_counts()["a tensor descriptor"] == before + 3
         guard.original = triton_.run  # a tensor there: keyed (a miss, then a hit)
-        cells["_launcher_ORIGINAL"].cell_contents, shared["_launcher_classify"] = triton_.run, fast_dispatch.classify
+        cells["_launcher_ORIGINAL"].cell_contents, cells["_launcher_KEY"].cell_contents = triton_.run, key
         args = desc_call[:6] + (x,)
         want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
         hits = fast_dispatch.stats()["hits"]
@@ -744,13 +744,13 @@ def test_torch_imported_after_the_guard_was_made_keys_tensors_inline_after_a_mis
     triton_ = CpuTriton(guard_kernel)
     guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
     try:
-        assert codegen.cells(guard.call)["_launcher_TENSOR"].cell_contents is fast_dispatch._NoTensor
+        assert codegen.cells(guard.call)["_launcher_KEY"].cell_contents.__self__.tensor is fast_dispatch._NoTensor
         monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTensor, cuda=types.SimpleNamespace()))
         x = FakeTensor(A0, tl.float32)
         args = (x, 16, 1, 1, 0.5, (x, 16), None)
         want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
         assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want  # a miss
-        assert codegen.cells(guard.call)["_launcher_TENSOR"].cell_contents is FakeTensor
+        assert codegen.cells(guard.call)["_launcher_KEY"].cell_contents.__self__.tensor is FakeTensor
         for _ in range(2):  # a miss with the inline key, then a hit
             assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want
         hits = fast_dispatch.stats()["hits"]

@@ -1,0 +1,231 @@
+"""launcher._call.GuardKey: the guard's key and its common hit, in C (launcher.fast_dispatch).
+
+The rules are Python's (fast_dispatch.classify, specialization.int_key, DIVISIBILITY_MASK); these
+tests hold the C carrying them out to what the generated guard's code expects: the key's items,
+the launch values, the NoKey that stands for a key, and the hit's decisions (launch, or leave the
+call to the general path before anything of the call's own runs). Launches here are stand-ins
+that record (the GPU tests launch through it for real: tests/test_gpu_fast_dispatch.py)."""
+from __future__ import annotations
+
+import gc
+import sys
+import types
+
+import pytest
+
+from launcher import _call, codegen
+from launcher.fast_dispatch import NoKey, classify, int_key
+from launcher.specialization import DIVISIBILITY_MASK, INT_KEYS
+
+
+class Tensor:
+    def __init__(self, ptr, dtype="fp32"):
+        self.ptr, self.dtype = ptr, dtype
+
+    def data_ptr(self):
+        return self.ptr
+
+
+class Chain:
+    """Triton's HookChain as the hit tests it: `calls`, empty when no hook is set."""
+
+    def __init__(self, *calls):
+        self.calls = list(calls)
+
+
+PARAMS = (  # x (a tensor, out), n (int), m (do_not_specialize), k (no alignment), BLOCK (constexpr)
+    (False, True, True, True, INT_KEYS[True, True]),
+    (False, True, True, False, INT_KEYS[True, True]),
+    (False, False, True, False, INT_KEYS[False, True]),
+    (False, True, False, True, INT_KEYS[True, False]),
+    (True, True, True, False, None),
+)
+HEADS = ("dev", "debug", ())
+
+
+def keyer(hit=None, tensor=Tensor, params=PARAMS):
+    return _call.GuardKey(params, len(HEADS), tensor, int_key, classify, NoKey, DIVISIBILITY_MASK, hit)
+
+
+def test_the_key_holds_two_items_per_parameter_by_the_python_rules():
+    k = keyer()
+    x = Tensor(0x1000)
+    key, x_value, k_value = k.key(*HEADS, x, 1024, 7, 2.5, 64)
+    assert key == HEADS + ("fp32", True, int_key(1024), None, int_key(7, False, True), None, float, None, int, 64)
+    assert (x_value, k_value) == (0x1000, 2.5)  # a tensor's data_ptr(), else the argument itself
+    key = k.key(*HEADS, Tensor(0x1004, "fp16"), None, True, x, 64)[0]
+    assert key[3:] == ("fp16", False, type(None), None, bool, None, "fp32", False, int, 64)  # k: no alignment asked
+    assert k.key(*HEADS, x, 1, 1, 1, 64.0)[0][-2:] == (float, 64.0)  # a constexpr by class and value
+
+
+def test_an_int_new_to_the_table_is_keyed_by_int_key_and_a_huge_one_raises_nokey():
+    k = keyer()
+    v = 987_654_321_123
+    INT_KEYS[True, True].pop(v, None)
+    assert k.key(*HEADS, 5, v, 0, 0, 1)[0][5] == int_key(v) and INT_KEYS[True, True][v] == int_key(v)
+    with pytest.raises(NoKey, match="beyond 64 bits"):
+        k.key(*HEADS, 5, 2**70, 0, 0, 1)
+
+
+def test_other_arguments_go_to_classify_and_a_never_keying_class_stands_for_the_key():
+    k = keyer()
+    t = (Tensor(0x2000), 3)
+    key, x_value, k_value = k.key(*HEADS, t, 1, 1, 1, 1)
+    assert key[3] == classify(t, True, True, Tensor) and x_value is t
+
+    class Descriptor:
+        block_shape, base = [16], None
+
+    with pytest.raises(NoKey):
+        classify(Descriptor(), True, True)  # registers the class as one that never keys
+    no_key, *values = k.key(*HEADS, Descriptor(), 1, 1, 1, 1)
+    assert no_key.__class__ is NoKey and values == [None, None]
+
+
+def test_wrong_counts_and_errors_of_called_code_raise():
+    k = keyer()
+    with pytest.raises(TypeError, match="takes 8 arguments"):
+        k.key(*HEADS, 1, 2)
+
+    class Broken(Tensor):
+        def data_ptr(self):
+            raise RuntimeError("no storage")
+
+    k2 = keyer(tensor=Broken)
+    with pytest.raises(RuntimeError, match="no storage"):
+        k2.key(*HEADS, Broken(0), 1, 1, 1, 1)
+    with pytest.raises(TypeError):
+        _call.GuardKey(((False, True, True, False, "not a dict"),), 1, Tensor, int_key, classify, NoKey, 15)
+    with pytest.raises(TypeError):
+        _call.GuardKey(PARAMS, 0, Tensor, int_key, classify, NoKey, 15)  # no device head
+
+
+# -- the hit --
+class Jit:
+    def __init__(self):
+        self.hash, self.device_caches, self.pre_run_hooks, self.used_global_vals = "h1", {"dev": "caches"}, [], {}
+
+
+def hit_setup(answer=None, **entry):
+    """A GuardKey with its hit, an entry recorded for the key of CALL, and what it recorded."""
+    record = {"flat": [], "direct": [], "failed": [], "grid": [], "globals": 0}
+    jit, rt = Jit(), types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=Chain(),
+                                           add_stages_inspection_hook=None)
+    entries = {}
+
+    def check_globals(j):
+        record["globals"] += 1
+
+    def grid3(g):
+        return (tuple(g) + (1, 1))[:3]
+
+    launcher = types.SimpleNamespace(_launch_failed=lambda status, packed: record["failed"].append((status, packed)))
+    fields = {f: i for i, f in enumerate(codegen.GuardEntry._fields)}
+    hit = {"jit": jit, "runtime": rt, "entries": entries, "stream": lambda dev: 0x5EA, "hook_chain": Chain,
+           "check_globals": check_globals, "grid3": grid3, "names": ("x", "n", "m", "k", "BLOCK"), "fields": fields}
+    k = keyer(hit)
+    kernel_cache = {"tk": "KERNEL"}
+
+    def flat_launch(function, stream, grid, *values):
+        record["flat"].append((function, stream, grid, values))
+        return answer
+
+    def direct(*args):
+        record["direct"].append(args)
+
+    e = codegen.GuardEntry(**{"hash": "h1", "caches": "caches", "kernel_get": kernel_cache.get, "triton_key": "tk",
+                              "kernel": "KERNEL", "launcher": launcher, "function": 0xF0, "packed_metadata": (),
+                              "direct": direct, "flat": flat_launch, **entry})
+    entries[k.key(*HEADS, *CALL)[0]] = e
+    return k, record, jit, rt, kernel_cache
+
+
+CALL = (Tensor(0x1000), 1024, 7, 2.5, 64)
+
+
+def test_a_hit_launches_through_the_flat_launch_with_the_keys_data_ptr():
+    k, record, *_ = hit_setup()
+    before = _call.guard_hits()
+    assert k.hit((4,), *HEADS, *CALL) == "KERNEL"
+    assert record["flat"] == [(0xF0, 0x5EA, (4,), (0x1000, 1024, 7, 2.5, 64))] and not record["direct"]
+    assert _call.guard_hits() == before + 1
+
+
+def test_a_callable_grid_is_called_with_the_arguments_by_name():
+    k, record, *_ = hit_setup()
+    seen = []
+    assert k.hit(lambda meta: seen.append(dict(meta)) or (2, 3), *HEADS, *CALL) == "KERNEL"
+    assert seen == [{"x": CALL[0], "n": 1024, "m": 7, "k": 2.5, "BLOCK": 64}] and record["flat"][0][2] == (2, 3)
+
+
+def test_a_declined_flat_launch_or_none_goes_to_the_direct_launch_and_a_refusal_to_the_launcher():
+    k, record, *_ = hit_setup(answer=False)
+    assert k.hit([5, 2], *HEADS, *CALL) == "KERNEL"
+    assert record["direct"][0][1:] == (5, 2, 1, 0x5EA, 0xF0, 0x1000, 1024, 7, 2.5, 64)
+    k, record, *_ = hit_setup(answer=(700, b"packed"))
+    assert k.hit((1,), *HEADS, *CALL) == "KERNEL" and record["failed"] == [(700, b"packed")]
+    k, record, *_ = hit_setup(flat=None)  # a kernel with no flat launch
+    assert k.hit((3,), *HEADS, *CALL) == "KERNEL" and record["direct"] and not record["flat"]
+
+
+@pytest.mark.parametrize("change", ["no entry", "hash", "caches", "kernel cache", "pre-run hook", "stages hook",
+                                    "enter hook", "exit hook", "unhashable", "huge int", "never keys"])
+def test_the_hit_leaves_the_call_to_the_general_path_before_anything_runs(change):
+    k, record, jit, rt, kernel_cache = hit_setup()
+    call = list(CALL)
+    if change == "no entry":
+        call[1] = 1023
+    elif change == "hash":
+        jit.hash = "h2"
+    elif change == "caches":
+        jit.device_caches = {"dev": "other"}
+    elif change == "kernel cache":
+        kernel_cache.clear()
+    elif change == "pre-run hook":
+        jit.pre_run_hooks.append(print)
+    elif change == "stages hook":
+        rt.add_stages_inspection_hook = print
+    elif change == "enter hook":
+        rt.launch_enter_hook = print
+    elif change == "exit hook":
+        rt.launch_exit_hook = Chain(print)
+    elif change == "unhashable":
+        call[3] = [1]  # classify keys a list... as unhashable, or refuses it: either way the general path
+    elif change == "huge int":
+        call[1] = 2**70
+    elif change == "never keys":
+        class Descriptor:
+            block_shape, base = [16], None
+        call[0] = Descriptor()
+    grid_calls = []
+    assert k.hit(lambda m: grid_calls.append(1) or (1,), *HEADS, *call) is NotImplemented
+    assert not grid_calls and not record["flat"] and not record["direct"] and sys.exc_info() == (None, None, None)
+
+
+def test_used_globals_are_checked_and_errors_after_the_decision_propagate():
+    k, record, jit, *_ = hit_setup()
+    jit.used_global_vals = {("G", 1): 2}
+    assert k.hit((1,), *HEADS, *CALL) == "KERNEL" and record["globals"] == 1
+
+    def bad_grid(meta):
+        raise ZeroDivisionError("grid")
+
+    with pytest.raises(ZeroDivisionError, match="grid"):
+        k.hit(bad_grid, *HEADS, *CALL)
+
+
+def test_the_hit_holds_no_reference_after_it_returns():
+    k, record, *_ = hit_setup(flat=None)  # the direct launch: a tuple of arguments built and released
+    x = CALL[0]
+    args = (HEADS, CALL)
+    for _ in range(100):
+        k.hit((1,), *HEADS, *CALL)
+        k.key(*HEADS, *CALL)
+    gc.collect()
+    before = sys.getrefcount(x), sys.getrefcount(args)
+    for _ in range(1000):
+        k.hit((1,), *HEADS, *CALL)
+        k.key(*HEADS, *CALL)
+    record["direct"].clear()
+    gc.collect()
+    assert (sys.getrefcount(x), sys.getrefcount(args)) == before
