@@ -36,7 +36,7 @@ ubsan=$(gcc -print-file-name=libubsan.so)
 echo "running against the AddressSanitizer build ($asan)"
 env LD_PRELOAD="$asan:$ubsan" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 PYTHONPATH="$work" \
   "$PY" -P -m pytest -q -p no:cacheprovider --capture=sys tests/test_native.py tests/test_packing.py tests/test_errors.py \
-  tests/test_fuzz_launch_args.py tests/test_prepared.py tests/test_prepared_c.py tests/test_descriptor_c.py tests/test_flat_launch.py tests/test_fast_dispatch.py \
+  tests/test_fuzz_launch_args.py tests/test_prepared.py tests/test_prepared_c.py tests/test_descriptor_c.py tests/test_flat_launch.py tests/test_fast_dispatch.py tests/test_guard_key.py \
   tests/test_packers_agree.py tests/test_header_codes.py -x "${@:2}"
 env LD_PRELOAD="$asan:$ubsan" ASAN_OPTIONS=detect_leaks=0 PYTHONPATH="$work" \
   "$PY" -P -c "import launcher._native as n, launcher._call as c; print('the tests ran against', n.__file__, c.__file__)"

@@ -229,3 +229,14 @@ def test_the_hit_holds_no_reference_after_it_returns():
     record["direct"].clear()
     gc.collect()
     assert (sys.getrefcount(x), sys.getrefcount(args)) == before
+
+
+def test_more_parameters_than_the_stack_holds():
+    """Past 64 parameters the launch values are allocated, not on the stack: the same answers."""
+    n = 70
+    params = tuple((False, True, True, True, INT_KEYS[True, True]) for _ in range(n))
+    k = keyer(params=params)
+    args = [Tensor(0x1000 + 16 * i) if i % 7 == 0 else i for i in range(n)]
+    key, *values = k.key(*HEADS, *args)
+    assert len(key) == len(HEADS) + 2 * n and len(values) == n
+    assert values == [a.ptr if isinstance(a, Tensor) else a for a in args]
