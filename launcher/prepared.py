@@ -34,13 +34,12 @@ grid=, stream=), goes through `launch`, which binds, checks and explains.
 from __future__ import annotations
 
 import functools
-import operator
 import struct
 
 from launcher import driver, triton_adapter as A
 from launcher import spec as S
 from launcher._call import FastCall
-from launcher.arguments import grid3, refuse_bool_stream
+from launcher.arguments import check_header, grid3, refuse_bool_stream
 from launcher.checks import Assumptions, c_checks
 from launcher.cuda_launcher import CudaLauncher
 from launcher.specialization import AssumptionCheck, AssumptionError
@@ -215,12 +214,10 @@ class PreparedLaunch(FastCall):
         else:
             stream_fn, stream_args = stream, ()
         grid = None
-        if self.grid_fn is None:
+        if self.grid_fn is None:  # the grid's rules (grid3, check_header's ranges); else the general path explains
             try:
-                grid = tuple(operator.index(g) for g in self.grid)
-            except TypeError:
-                grid = None
-            if grid is not None and not all(-(1 << 31) <= g < (1 << 31) for g in grid):
+                grid = check_header(spec, *grid3(self.grid, spec.kernel), 0, 0)[2:]
+            except Exception:  # noqa: BLE001 - a user __index__ may raise anything: the general path says what
                 grid = None
         checks = None
         if not self._needs_general_path() and (grid is not None or self.grid_fn is not None):
