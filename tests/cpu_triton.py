@@ -147,7 +147,8 @@ def cpu_triton(arch: int = 90, *jit_functions):
 
 
 class FakeTensor:
-    """data_ptr() and a Triton dtype: how Triton's JIT sees a tensor (no torch on CI)."""
+    """data_ptr() and a Triton dtype (or its name): a tensor as Triton's JIT or a prepared launch sees one
+    (no torch on CI)."""
 
     def __init__(self, ptr, dtype):
         self.ptr, self.dtype = ptr, dtype

@@ -344,13 +344,24 @@ class Errors:
 
 
 @dataclass(frozen=True)
-class Case:
-    kernel: object
+class CompileJob:
+    """What one kernel is compiled with, for each of ``archs``: the corpus's cases and the tutorials'
+    configurations (``fence_tutorials.Config``) alike."""
+    kernel: object  # the @triton.jit function (in fence_tutorials, its name in the tutorial file)
     signature: dict
     constexprs: dict = field(default_factory=dict)
     divisible: tuple = ()  # parameters marked divisible by 16, as the JIT marks aligned tensors and sizes
     options: dict = field(default_factory=dict)
     archs: tuple = (90, 100)
+
+    def divisibility_attrs(self, arg_names) -> dict:
+        """``attrs`` for compile_kernel: the ``divisible`` parameters, by their index in ``arg_names``."""
+        names = list(arg_names)
+        return {(names.index(p),): [["tt.divisibility", 16]] for p in self.divisible}
+
+
+@dataclass(frozen=True)
+class Case(CompileJob):
     fences: dict = field(default_factory=dict)  # arch or (release, arch) -> fence.proxy.async in the PTX
     errors: Errors | None = None  # None: no error on any release
     shows: dict = field(default_factory=dict)  # PTX text the case is here for: text -> (releases, archs)
@@ -510,7 +521,5 @@ ARCHS = (90, 100)
 def compiled_corpus(name, arch):
     """Compile a case once per test session (CompiledKernel)."""
     case = CORPUS.get(name) or BIG[name]
-    names = list(case.kernel.arg_names)
-    attrs = {(names.index(p),): [["tt.divisibility", 16]] for p in case.divisible}
-    return compile_kernel(case.kernel, dict(case.signature), dict(case.constexprs), arch=arch, attrs=attrs,
-                          **case.options)
+    return compile_kernel(case.kernel, dict(case.signature), dict(case.constexprs), arch=arch,
+                          attrs=case.divisibility_attrs(case.kernel.arg_names), **case.options)

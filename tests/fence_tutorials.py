@@ -24,22 +24,21 @@ import re
 import sys
 import time
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from fence_corpus import CompileJob
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @dataclass(frozen=True)
 class Config:
-    """One compile of one tutorial kernel: ``name`` labels it in the table."""
+    """One compile of one tutorial kernel: ``name`` labels it in the table, ``file`` is the tutorial that
+    defines it, and ``job`` is compiled as the corpus's cases are, but that its ``kernel`` is the kernel's name
+    in ``file`` and a signature's type or a constexpr's value may be a function, called when compiling."""
     name: str
     file: str
-    kernel: str
-    signature: dict
-    constexprs: dict = field(default_factory=dict)
-    divisible: tuple = ()  # parameters marked divisible by 16, as the JIT marks aligned tensors and sizes
-    options: dict = field(default_factory=dict)
-    archs: tuple = (90, 100)
+    job: CompileJob
 
 
 def _desc(dtype, *shape):
@@ -59,63 +58,76 @@ _ATTN_FWD = {"sm_scale": "fp32", "M": "*fp32", "Z": "i32", "H": "i32", "desc_q":
              "N_CTX": "i32"}
 
 
+def _block_scaled(fmt: str, data: str, scale: str, elem_per_byte: int, vec_size: int, block_k: int) -> Config:
+    """Tutorial 10's kernel for one block-scaled format, as the tutorial launches it on sm_100 (128x256 tiles,
+    4 stages): ``data`` and ``scale`` are the element types of the operands' and the scales' descriptors, and
+    ``elem_per_byte`` values share a byte of an operand."""
+    block_m, block_n, rep_m, rep_n = 128, 256, 1, 2
+    rep_k = block_k // vec_size // 4  # as the tutorial computes it
+    k_bytes = block_k // elem_per_byte
+    return Config(f"10 block_scaled_matmul_kernel {fmt}", "10-block-scaled-matmul.py", CompileJob(
+        "block_scaled_matmul_kernel",
+        {"a_desc": _desc(data, block_m, k_bytes), "a_scale_desc": _desc(scale, 1, rep_m, rep_k, 2, 256),
+         "b_desc": _desc(data, block_n, k_bytes), "b_scale_desc": _desc(scale, 1, rep_n, rep_k, 2, 256),
+         "c_desc": _desc("fp16", block_m, block_n)},
+        {"M": 8192, "N": 8192, "K": 8192, "output_type": 1, "ELEM_PER_BYTE_A": elem_per_byte,
+         "ELEM_PER_BYTE_B": elem_per_byte, "VEC_SIZE": vec_size, "BLOCK_M": block_m, "BLOCK_N": block_n,
+         "BLOCK_K": block_k, "rep_m": rep_m, "rep_n": rep_n, "rep_k": rep_k, "NUM_STAGES": 4},
+        archs=(100,)))
+
+
 def _configs() -> list[Config]:
     configs = [
-        Config("01 add_kernel", "01-vector-add.py", "add_kernel",
-               {"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32"},
-               {"BLOCK_SIZE": 1024}, ("x_ptr", "y_ptr", "output_ptr")),
-        Config("02 softmax_kernel", "02-fused-softmax.py", "softmax_kernel",
-               {"output_ptr": "*fp32", "input_ptr": "*fp32", "input_row_stride": "i32", "output_row_stride": "i32",
-                "n_rows": "i32", "n_cols": "i32"}, {"BLOCK_SIZE": 1024, "num_stages": 4},
-               ("output_ptr", "input_ptr"), {"num_warps": 8}),
-        Config("03 matmul_kernel", "03-matrix-multiplication.py", "matmul_kernel",
-               {**_MATMUL_PTRS, **_STRIDES}, {**_UNIT_STRIDES, **_TILE, "ACTIVATION": ""}, _ALIGNED_MATMUL,
-               {"num_stages": 3, "num_warps": 8}),
-        Config("05 _layer_norm_fwd_fused", "05-layer-norm.py", "_layer_norm_fwd_fused",
-               {"X": "*fp16", "Y": "*fp16", "W": "*fp16", "B": "*fp16", "Mean": "*fp32", "Rstd": "*fp32",
-                "stride": "i32", "N": "i32", "eps": "fp32"}, {"BLOCK_SIZE": 1024}, ("X", "Y", "W", "B", "stride"),
-               {"num_warps": 8}),
-        Config("06 _attn_bwd", "06-fused-attention.py", "_attn_bwd",
-               {**{n: "*fp16" for n in ("Q", "K", "V")}, "sm_scale": "fp32", "DO": "*fp16",
-                **{n: "*fp16" for n in ("DQ", "DK", "DV")}, "M": "*fp32", "D": "*fp32", "stride_z": "i32",
-                "stride_h": "i32", "stride_tok": "i32", "stride_d": "constexpr", "H": "i32", "N_CTX": "i32"},
-               {"stride_d": 1, "BLOCK_M1": 32, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 32,
-                "BLK_SLICE_FACTOR": 2, "HEAD_DIM": 64, "CAUSAL": True},
-               ("Q", "K", "V", "DO", "DQ", "DK", "DV", "M", "D", "stride_z", "stride_h", "stride_tok", "N_CTX"),
-               {"num_warps": 4, "num_stages": 5}),
-        Config("08 grouped_matmul_kernel", "08-grouped-gemm.py", "grouped_matmul_kernel",
-               {"group_a_ptrs": "*u64", "group_b_ptrs": "*u64", "group_c_ptrs": "*u64", "group_gemm_sizes": "*i32",
-                "g_lds": "*i32", "group_size": "i32"},
-               {"NUM_SM": 132, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64},
-               ("group_a_ptrs", "group_b_ptrs", "group_c_ptrs", "group_gemm_sizes", "g_lds")),
-        Config("08 grouped_matmul_tma_kernel", "08-grouped-gemm.py", "grouped_matmul_tma_kernel",
-               {"group_a_ptrs": "*u64", "group_b_ptrs": "*u64", "group_c_ptrs": "*u64", "group_gemm_sizes": "*i32",
-                "g_lds": "*i32", "group_size": "i32"},
-               {"NUM_SM": 132, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "FP8": False},
-               ("group_a_ptrs", "group_b_ptrs", "group_c_ptrs", "group_gemm_sizes", "g_lds"),
-               {"num_stages": 3, "num_warps": 4}),
-        Config("09 matmul_kernel", "09-persistent-matmul.py", "matmul_kernel", {**_MATMUL_PTRS, **_STRIDES},
-               {**_UNIT_STRIDES, **_TILE}, _ALIGNED_MATMUL, {"num_stages": 3, "num_warps": 8}),
-        Config("09 matmul_kernel_persistent", "09-persistent-matmul.py", "matmul_kernel_persistent",
-               {**_MATMUL_PTRS, **_STRIDES}, {**_UNIT_STRIDES, **_TILE, "NUM_SMS": 132}, _ALIGNED_MATMUL,
-               {"num_stages": 3, "num_warps": 8}),
-        Config("10 block_scaled_matmul_kernel mxfp8", "10-block-scaled-matmul.py", "block_scaled_matmul_kernel",
-               {"a_desc": _desc("fp8e4nv", 128, 128), "a_scale_desc": _desc("u8", 1, 1, 1, 2, 256),
-                "b_desc": _desc("fp8e4nv", 256, 128), "b_scale_desc": _desc("u8", 1, 2, 1, 2, 256),
-                "c_desc": _desc("fp16", 128, 256)},
-               {"M": 8192, "N": 8192, "K": 8192, "output_type": 1, "ELEM_PER_BYTE_A": 1, "ELEM_PER_BYTE_B": 1,
-                "VEC_SIZE": 32, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "rep_m": 1, "rep_n": 2, "rep_k": 1,
-                "NUM_STAGES": 4}, archs=(100,)),
-        Config("10 block_scaled_matmul_kernel nvfp4", "10-block-scaled-matmul.py", "block_scaled_matmul_kernel",
-               {"a_desc": _desc("u8", 128, 128), "a_scale_desc": _desc("fp8e4nv", 1, 1, 4, 2, 256),
-                "b_desc": _desc("u8", 256, 128), "b_scale_desc": _desc("fp8e4nv", 1, 2, 4, 2, 256),
-                "c_desc": _desc("fp16", 128, 256)},
-               {"M": 8192, "N": 8192, "K": 8192, "output_type": 1, "ELEM_PER_BYTE_A": 2, "ELEM_PER_BYTE_B": 2,
-                "VEC_SIZE": 16, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 256, "rep_m": 1, "rep_n": 2, "rep_k": 4,
-                "NUM_STAGES": 4}, archs=(100,)),
-        Config("11 add_kernel (PDL)", "11-programmatic-dependent-launch.py", "add_kernel",
-               {"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32"},
-               {"BLOCK_SIZE": 1024, "USE_GDC": True}, ("x_ptr", "y_ptr", "output_ptr"), {"launch_pdl": True}),
+        Config("01 add_kernel", "01-vector-add.py", CompileJob(
+            "add_kernel", {"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32"},
+            {"BLOCK_SIZE": 1024}, ("x_ptr", "y_ptr", "output_ptr"))),
+        Config("02 softmax_kernel", "02-fused-softmax.py", CompileJob(
+            "softmax_kernel",
+            {"output_ptr": "*fp32", "input_ptr": "*fp32", "input_row_stride": "i32", "output_row_stride": "i32",
+             "n_rows": "i32", "n_cols": "i32"}, {"BLOCK_SIZE": 1024, "num_stages": 4},
+            ("output_ptr", "input_ptr"), {"num_warps": 8})),
+        Config("03 matmul_kernel", "03-matrix-multiplication.py", CompileJob(
+            "matmul_kernel",
+            {**_MATMUL_PTRS, **_STRIDES}, {**_UNIT_STRIDES, **_TILE, "ACTIVATION": ""}, _ALIGNED_MATMUL,
+            {"num_stages": 3, "num_warps": 8})),
+        Config("05 _layer_norm_fwd_fused", "05-layer-norm.py", CompileJob(
+            "_layer_norm_fwd_fused",
+            {"X": "*fp16", "Y": "*fp16", "W": "*fp16", "B": "*fp16", "Mean": "*fp32", "Rstd": "*fp32",
+             "stride": "i32", "N": "i32", "eps": "fp32"}, {"BLOCK_SIZE": 1024}, ("X", "Y", "W", "B", "stride"),
+            {"num_warps": 8})),
+        Config("06 _attn_bwd", "06-fused-attention.py", CompileJob(
+            "_attn_bwd", {**{n: "*fp16" for n in ("Q", "K", "V")}, "sm_scale": "fp32", "DO": "*fp16",
+             **{n: "*fp16" for n in ("DQ", "DK", "DV")}, "M": "*fp32", "D": "*fp32", "stride_z": "i32",
+             "stride_h": "i32", "stride_tok": "i32", "stride_d": "constexpr", "H": "i32", "N_CTX": "i32"},
+            {"stride_d": 1, "BLOCK_M1": 32, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 32,
+             "BLK_SLICE_FACTOR": 2, "HEAD_DIM": 64, "CAUSAL": True},
+            ("Q", "K", "V", "DO", "DQ", "DK", "DV", "M", "D", "stride_z", "stride_h", "stride_tok", "N_CTX"),
+            {"num_warps": 4, "num_stages": 5})),
+        Config("08 grouped_matmul_kernel", "08-grouped-gemm.py", CompileJob(
+            "grouped_matmul_kernel",
+            {"group_a_ptrs": "*u64", "group_b_ptrs": "*u64", "group_c_ptrs": "*u64", "group_gemm_sizes": "*i32",
+             "g_lds": "*i32", "group_size": "i32"},
+            {"NUM_SM": 132, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64},
+            ("group_a_ptrs", "group_b_ptrs", "group_c_ptrs", "group_gemm_sizes", "g_lds"))),
+        Config("08 grouped_matmul_tma_kernel", "08-grouped-gemm.py", CompileJob(
+            "grouped_matmul_tma_kernel",
+            {"group_a_ptrs": "*u64", "group_b_ptrs": "*u64", "group_c_ptrs": "*u64", "group_gemm_sizes": "*i32",
+             "g_lds": "*i32", "group_size": "i32"},
+            {"NUM_SM": 132, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "FP8": False},
+            ("group_a_ptrs", "group_b_ptrs", "group_c_ptrs", "group_gemm_sizes", "g_lds"),
+            {"num_stages": 3, "num_warps": 4})),
+        Config("09 matmul_kernel", "09-persistent-matmul.py", CompileJob(
+            "matmul_kernel", {**_MATMUL_PTRS, **_STRIDES}, {**_UNIT_STRIDES, **_TILE}, _ALIGNED_MATMUL,
+            {"num_stages": 3, "num_warps": 8})),
+        Config("09 matmul_kernel_persistent", "09-persistent-matmul.py", CompileJob(
+            "matmul_kernel_persistent",
+            {**_MATMUL_PTRS, **_STRIDES}, {**_UNIT_STRIDES, **_TILE, "NUM_SMS": 132}, _ALIGNED_MATMUL,
+            {"num_stages": 3, "num_warps": 8})),
+        _block_scaled("mxfp8", "fp8e4nv", "u8", elem_per_byte=1, vec_size=32, block_k=128),
+        _block_scaled("nvfp4", "u8", "fp8e4nv", elem_per_byte=2, vec_size=16, block_k=256),
+        Config("11 add_kernel (PDL)", "11-programmatic-dependent-launch.py", CompileJob(
+            "add_kernel", {"x_ptr": "*fp32", "y_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32"},
+            {"BLOCK_SIZE": 1024, "USE_GDC": True}, ("x_ptr", "y_ptr", "output_ptr"), {"launch_pdl": True})),
     ]
     for causal, stage in (("causal", 3), ("full", 1)):
         for head_dim, fp8 in ((128, False), (64, False), (128, True)):
@@ -128,48 +140,53 @@ def _configs() -> list[Config]:
                            **({"maxnreg": 168 if head_dim == 128 and not fp8 else 80} if ws else {})}
                 configs.append(Config(
                     f"06 _attn_fwd d{head_dim}{' fp8' if fp8 else ''} {causal}{' ws' if ws else ''}",
-                    "06-fused-attention.py", "_attn_fwd", {**_ATTN_FWD, **descs},
-                    {"HEAD_DIM": head_dim, "BLOCK_M": 128, "BLOCK_N": 64, "FP8_OUTPUT": fp8, "STAGE": stage,
-                     "warp_specialize": ws, "IS_HOPPER": arch == 90}, ("M", "N_CTX"), options, archs=(arch,)))
+                    "06-fused-attention.py", CompileJob(
+                        "_attn_fwd", {**_ATTN_FWD, **descs},
+                        {"HEAD_DIM": head_dim, "BLOCK_M": 128, "BLOCK_N": 64, "FP8_OUTPUT": fp8, "STAGE": stage,
+                         "warp_specialize": ws, "IS_HOPPER": arch == 90}, ("M", "N_CTX"), options, archs=(arch,))))
     for ws in (False, True):
         label = " ws" if ws else ""
         configs.append(Config(
-            f"09 matmul_kernel_tma{label}", "09-persistent-matmul.py", "matmul_kernel_tma", dict(_TMA_DESCS),
-            {**_TILE, "FP8_OUTPUT": False, "WARP_SPECIALIZE": ws}, ("M", "N", "K"), {"num_stages": 3, "num_warps": 8}))
+            f"09 matmul_kernel_tma{label}", "09-persistent-matmul.py", CompileJob(
+                "matmul_kernel_tma", dict(_TMA_DESCS), {**_TILE, "FP8_OUTPUT": False, "WARP_SPECIALIZE": ws},
+                ("M", "N", "K"), {"num_stages": 3, "num_warps": 8})))
         for subtile in (False, True):
             sub = " subtile" if subtile else ""
             descs = {**_TMA_DESCS, "c_desc": _desc("fp16", 128, 128 if subtile else 256)}
             configs.append(Config(
                 f"09 matmul_kernel_tma_persistent{label}{sub}", "09-persistent-matmul.py",
-                "matmul_kernel_tma_persistent", descs,
-                {**_TILE, "FP8_OUTPUT": False, "EPILOGUE_SUBTILE": subtile, "NUM_SMS": 132, "WARP_SPECIALIZE": ws},
-                ("M", "N", "K"), {"num_stages": 3, "num_warps": 8}))
+                CompileJob("matmul_kernel_tma_persistent", descs,
+                           {**_TILE, "FP8_OUTPUT": False, "EPILOGUE_SUBTILE": subtile, "NUM_SMS": 132,
+                            "WARP_SPECIALIZE": ws},
+                           ("M", "N", "K"), {"num_stages": 3, "num_warps": 8})))
             for arch in (90, 100):
                 flatten = not (ws and arch == 90)  # the tutorial: Hopper warp specialization without flatten
                 if subtile and not flatten:
                     continue  # pruned by the tutorial's prune_invalid_configs
                 configs.append(Config(
                     f"09 matmul_kernel_descriptor_persistent{label}{sub}", "09-persistent-matmul.py",
-                    "matmul_kernel_descriptor_persistent", dict(_MATMUL_PTRS),
-                    {**_TILE, "EPILOGUE_SUBTILE": subtile, "NUM_SMS": 132, "WARP_SPECIALIZE": ws, "FLATTEN": flatten},
-                    tuple(_MATMUL_PTRS), {"num_stages": 3, "num_warps": 8}, archs=(arch,)))
+                    CompileJob("matmul_kernel_descriptor_persistent", dict(_MATMUL_PTRS),
+                               {**_TILE, "EPILOGUE_SUBTILE": subtile, "NUM_SMS": 132, "WARP_SPECIALIZE": ws,
+                                "FLATTEN": flatten},
+                               tuple(_MATMUL_PTRS), {"num_stages": 3, "num_warps": 8}, archs=(arch,))))
     # A smaller tile of the same persistent kernels (128x128x64, 4 warps, 4 stages: another autotune point).
     small = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}
     for ws in (False, True):
         label = " ws" if ws else ""
         configs.append(Config(
             f"09 matmul_kernel_tma_persistent 128x128{label}", "09-persistent-matmul.py",
-            "matmul_kernel_tma_persistent",
-            {**_TMA_DESCS, "b_desc": _desc("fp16", 128, 64), "c_desc": _desc("fp16", 128, 128)},
-            {**small, "FP8_OUTPUT": False, "EPILOGUE_SUBTILE": False, "NUM_SMS": 132, "WARP_SPECIALIZE": ws},
-            ("M", "N", "K"), {"num_stages": 4, "num_warps": 4}))
+            CompileJob("matmul_kernel_tma_persistent",
+                       {**_TMA_DESCS, "b_desc": _desc("fp16", 128, 64), "c_desc": _desc("fp16", 128, 128)},
+                       {**small, "FP8_OUTPUT": False, "EPILOGUE_SUBTILE": False, "NUM_SMS": 132,
+                        "WARP_SPECIALIZE": ws},
+                       ("M", "N", "K"), {"num_stages": 4, "num_warps": 4})))
         for arch in (90, 100):
             configs.append(Config(
                 f"09 matmul_kernel_descriptor_persistent 128x128{label}", "09-persistent-matmul.py",
-                "matmul_kernel_descriptor_persistent", dict(_MATMUL_PTRS),
-                {**small, "EPILOGUE_SUBTILE": False, "NUM_SMS": 132, "WARP_SPECIALIZE": ws,
-                 "FLATTEN": not (ws and arch == 90)}, tuple(_MATMUL_PTRS), {"num_stages": 4, "num_warps": 4},
-                archs=(arch,)))
+                CompileJob("matmul_kernel_descriptor_persistent", dict(_MATMUL_PTRS),
+                           {**small, "EPILOGUE_SUBTILE": False, "NUM_SMS": 132, "WARP_SPECIALIZE": ws,
+                            "FLATTEN": not (ws and arch == 90)}, tuple(_MATMUL_PTRS),
+                           {"num_stages": 4, "num_warps": 4}, archs=(arch,))))
     return configs
 
 
@@ -202,19 +219,21 @@ def _gluon_configs() -> list[Config]:
                   "b_scale_desc": _gluon_desc("u8", [1, 2, 1, 2, 256], swizzle=0)}
     scheduler = {"num_buffers": 3, "SchedulerImpl": lambda ns: ns["t7"].GroupedPersistentTileScheduler(8)}
     return [
-        Config("g11 simple_mma_scaled_kernel", scaled, "simple_mma_scaled_kernel",
-               {**fp8, "a_scale_ptr": "*u8", "a_scale_stride_m": "i32", "a_scale_stride_k": "i32", "b_scale_ptr": "*u8",
-                "b_scale_stride_n": "i32", "b_scale_stride_k": "i32"}, {"VEC_SIZE": 32}, archs=(100,)),
-        Config("g11 mma_scaled_contig_kernel", scaled, "mma_scaled_contig_kernel",
-               {**fp8, "a_scale_ptr": "*u8", "b_scale_ptr": "*u8"}, {"VEC_SIZE": 32}, archs=(100,)),
-        Config("g11 mma_scaled_packed_block_kernel", scaled, "mma_scaled_packed_block_kernel",
-               {**fp8, **packed_scales}, {"VEC_SIZE": 32}, archs=(100,)),
-        Config("g11 mma_scaled_tcgen05_copy_kernel", scaled, "mma_scaled_tcgen05_copy_kernel",
-               {**fp8, **unswizzled_scales}, {"VEC_SIZE": 32}, archs=(100,)),
-        Config("g11 mma_scaled_pipelined_kernel", scaled, "mma_scaled_pipelined_kernel", persistent, scheduler,
-               archs=(100,)),
-        Config("g11 mma_scaled_warp_specialized_kernel", scaled, "mma_scaled_warp_specialized_kernel", persistent,
-               scheduler, archs=(100,)),
+        Config("g11 simple_mma_scaled_kernel", scaled, CompileJob(
+            "simple_mma_scaled_kernel",
+            {**fp8, "a_scale_ptr": "*u8", "a_scale_stride_m": "i32", "a_scale_stride_k": "i32", "b_scale_ptr": "*u8",
+             "b_scale_stride_n": "i32", "b_scale_stride_k": "i32"}, {"VEC_SIZE": 32}, archs=(100,))),
+        Config("g11 mma_scaled_contig_kernel", scaled, CompileJob(
+            "mma_scaled_contig_kernel",
+            {**fp8, "a_scale_ptr": "*u8", "b_scale_ptr": "*u8"}, {"VEC_SIZE": 32}, archs=(100,))),
+        Config("g11 mma_scaled_packed_block_kernel", scaled, CompileJob(
+            "mma_scaled_packed_block_kernel", {**fp8, **packed_scales}, {"VEC_SIZE": 32}, archs=(100,))),
+        Config("g11 mma_scaled_tcgen05_copy_kernel", scaled, CompileJob(
+            "mma_scaled_tcgen05_copy_kernel", {**fp8, **unswizzled_scales}, {"VEC_SIZE": 32}, archs=(100,))),
+        Config("g11 mma_scaled_pipelined_kernel", scaled, CompileJob(
+            "mma_scaled_pipelined_kernel", persistent, scheduler, archs=(100,))),
+        Config("g11 mma_scaled_warp_specialized_kernel", scaled, CompileJob(
+            "mma_scaled_warp_specialized_kernel", persistent, scheduler, archs=(100,))),
     ]
 
 
@@ -255,15 +274,15 @@ def load_tutorial(path: str) -> dict:
 def compile_config(config: Config, arch: int, directory: str):
     from fence_kernels import compile_kernel
 
+    job = config.job
     namespace = load_tutorial(os.path.join(directory, config.file))
-    kernel = namespace[config.kernel]
-    names = list(kernel.arg_names)
-    attrs = {(names.index(p),): [["tt.divisibility", 16]] for p in config.divisible}
-    signature = {name: kind() if callable(kind) else kind for name, kind in config.signature.items()}
-    constexprs = {name: value(namespace) if callable(value) else value for name, value in config.constexprs.items()}
-    options = dict(config.options)
+    kernel = namespace[job.kernel]
+    signature = {name: kind() if callable(kind) else kind for name, kind in job.signature.items()}
+    constexprs = {name: value(namespace) if callable(value) else value for name, value in job.constexprs.items()}
+    options = dict(job.options)
     num_warps = options.pop("num_warps", 4)
-    return compile_kernel(kernel, signature, constexprs, arch=arch, num_warps=num_warps, attrs=attrs, **options)
+    return compile_kernel(kernel, signature, constexprs, arch=arch, num_warps=num_warps,
+                          attrs=job.divisibility_attrs(kernel.arg_names), **options)
 
 
 def artefacts(config: Config, arch: int, directory: str, out: str | None) -> tuple[str, str, int]:
@@ -301,7 +320,7 @@ def main(argv=None) -> int:
     for config in CONFIGS:
         if args.only and args.only not in config.name:
             continue
-        for arch in config.archs:
+        for arch in config.job.archs:
             start = time.time()
             try:
                 ptx, ttgir, shared = artefacts(config, arch, args.tutorials, args.out)

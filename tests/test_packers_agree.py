@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fuzz_signatures as F
+from cpu_triton import FakeTensor  # a tensor as a prepared launch sees one (its dtype: a name Triton knows)
 from launcher import CudaLauncher
 from launcher.checks import c_checks
 from test_flat_launch import GRIDS, Recorder, _flat_types, _taken
@@ -89,19 +90,6 @@ CONSTEXPRS = st.sampled_from([1, 16, 2.5, True, False, "x", None, (1, 2), 0])
 ADDRESSES = st.sampled_from([0x7F0000001000, 0x7F0000001004, 0x7F0000001010, 0x7F0000002008, 0])
 
 
-class Tensor:
-    """data_ptr() and a dtype (a name Triton knows): a tensor as a prepared launch sees one."""
-
-    def __init__(self, ptr, dtype):
-        self.ptr, self.dtype = ptr, dtype
-
-    def data_ptr(self):
-        return self.ptr
-
-    def __repr__(self):
-        return f"Tensor({self.ptr:#x}, {self.dtype})"
-
-
 def _dtype(ty):
     """The dtype of a tensor a kernel compiled for pointer type `ty` takes (None: none we model)."""
     from launcher.specialization import dtype_name
@@ -119,7 +107,7 @@ def prepared_value(draw, ty, typed):
     if F.is_pointer(ty):
         dtype = _dtype(ty)
         address = draw(ADDRESSES)
-        return address if dtype is None else Tensor(address, dtype)
+        return address if dtype is None else FakeTensor(address, dtype)
     if ty in F.BOOL_TYPES:
         return draw(st.booleans())
     if ty in F.INT_RANGE:
@@ -136,8 +124,9 @@ def new_value(ty, prepared):
     if isinstance(ty, tuple) or ty == "constexpr":
         return st.one_of(same, near_miss(ty), F.anything(), CONSTEXPRS)
     if F.is_pointer(ty):
-        like = [Tensor(a, prepared.dtype) for a in (0x7F0000003000, 0x7F0000003004)] if isinstance(prepared, Tensor) else []
-        return st.one_of(same, ADDRESSES, st.sampled_from(like + [Tensor(0x7F0000003000, "fp64")]), near_miss(ty))
+        like = ([FakeTensor(a, prepared.dtype) for a in (0x7F0000003000, 0x7F0000003004)]
+                if isinstance(prepared, FakeTensor) else [])
+        return st.one_of(same, ADDRESSES, st.sampled_from(like + [FakeTensor(0x7F0000003000, "fp64")]), near_miss(ty))
     if ty in F.BOOL_TYPES:
         return st.one_of(same, st.sampled_from([True, False, 0, 1]), near_miss(ty))
     if ty in F.INT_RANGE:
@@ -157,7 +146,7 @@ def prepared_taken(ty, value, prepared, typed=False) -> bool:
     if isinstance(ty, tuple):
         return value.__class__ is tuple and len(value) == len(ty) and all(map(prepared_taken, ty, value, prepared))
     if F.is_pointer(ty):
-        return value.__class__ is int or (value.__class__ is Tensor and value.dtype is prepared.dtype)
+        return value.__class__ is int or (value.__class__ is FakeTensor and value.dtype is prepared.dtype)
     if ty in F.BOOL_TYPES:
         return value is True or value is False
     if ty in F.INT_RANGE:
