@@ -913,20 +913,24 @@ static PyMethodDef fc_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* The slots of every garbage-collected type here (each one a C type of this module): prefix_traverse, prefix_clear and prefix_dealloc
+ * (gc_dealloc with prefix_clear). */
+#define GC_SLOTS(prefix) \
+    {Py_tp_traverse, prefix##_traverse}, {Py_tp_clear, prefix##_clear}, {Py_tp_dealloc, prefix##_dealloc}
+/* The spec of the garbage-collected type `Type` of this module, its slots prefix_slots, with `flags`. */
+#define GC_TYPE_SPEC(prefix, Type, flags) \
+    static PyType_Spec prefix##_spec = { \
+        "launcher._call." #Type, sizeof(Type), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | (flags), prefix##_slots}
+
 static PyType_Slot fc_slots[] = {
     {Py_tp_call, fc_call},
-    {Py_tp_traverse, fc_traverse},
-    {Py_tp_clear, fc_clear},
-    {Py_tp_dealloc, fc_dealloc},
+    GC_SLOTS(fc),
     {Py_tp_methods, fc_methods},
     {Py_tp_doc, "The C call of a prepared launch: p() and p(*args) (base of launcher.prepared.PreparedLaunch)."},
     {0, NULL},
 };
 
-static PyType_Spec fc_spec = {
-    "launcher._call.FastCall", sizeof(FastCall), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, fc_slots,
-};
+GC_TYPE_SPEC(fc, FastCall, Py_TPFLAGS_BASETYPE);
 
 /* ---- the flat launch of a kernel launcher.fast_dispatch and bundles have chosen ----
  *
@@ -1066,18 +1070,14 @@ static PyMethodDef fl_methods[] = {
 
 static PyType_Slot fl_slots[] = {
     {Py_tp_new, fl_new},
-    {Py_tp_traverse, fl_traverse},
-    {Py_tp_clear, fl_clear},
-    {Py_tp_dealloc, fl_dealloc},
+    GC_SLOTS(fl),
     {Py_tp_methods, fl_methods},
     {Py_tp_doc, "FlatLaunch(plan, plan_keep, launch, size, checks, dry_run=0, out_size=0, record=None): "
                 "one shape's pack and launch in C (launcher.cuda_launcher)."},
     {0, NULL},
 };
 
-static PyType_Spec fl_spec = {
-    "launcher._call.FlatLaunch", sizeof(FlatLaunch), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, fl_slots,
-};
+GC_TYPE_SPEC(fl, FlatLaunch, 0);
 
 /* ---- host tensor descriptors: launcher.tensormap.DescriptorEncoder's common call in C ----
  *
@@ -1245,18 +1245,14 @@ static PyMethodDef de_methods[] = {
 static PyType_Slot de_slots[] = {
     {Py_tp_new, de_new},
     {Py_tp_call, de_call},
-    {Py_tp_traverse, de_traverse},
-    {Py_tp_clear, de_clear},
-    {Py_tp_dealloc, de_dealloc},
+    GC_SLOTS(de),
     {Py_tp_methods, de_methods},
     {Py_tp_doc, "DescEncoder(fallback, ndim, check_tf32): a host tensor descriptor's values, encoded in C "
                 "(launcher.tensormap.DescriptorEncoder)."},
     {0, NULL},
 };
 
-static PyType_Spec de_spec = {
-    "launcher._call.DescEncoder", sizeof(DescEncoder), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, de_slots,
-};
+GC_TYPE_SPEC(de, DescEncoder, 0);
 
 /* ---- a guarded kernel[grid] call: its key, and its hit ----
  *
@@ -1713,9 +1709,7 @@ static PyMethodDef gk_methods[] = {
 
 static PyType_Slot gk_slots[] = {
     {Py_tp_new, gk_new},
-    {Py_tp_traverse, gk_traverse},
-    {Py_tp_clear, gk_clear},
-    {Py_tp_dealloc, gk_dealloc},
+    GC_SLOTS(gk),
     {Py_tp_methods, gk_methods},
     {Py_tp_getset, gk_getset},
     {Py_tp_doc, "GuardKey(params, heads, tensor, int_key, classify, no_key, mask, hit=None): the key and the hit "
@@ -1723,9 +1717,7 @@ static PyType_Slot gk_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec gk_spec = {
-    "launcher._call.GuardKey", sizeof(GuardKey), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, gk_slots,
-};
+GC_TYPE_SPEC(gk, GuardKey, 0);
 
 /* ---- kernel[grid] while the fast-dispatch guard is on ----
  *
@@ -1869,9 +1861,7 @@ static PyType_Slot gi_slots[] = {
     {Py_tp_new, gi_new},
     {Py_tp_call, gi_call},
     {Py_tp_descr_get, gi_descr_get},
-    {Py_tp_traverse, gi_traverse},
-    {Py_tp_clear, gi_clear},
-    {Py_tp_dealloc, gi_dealloc},
+    GC_SLOTS(gi),
     {Py_tp_getset, gi_getset},
     {Py_tp_doc, "GuardItem(triton_getitem, function_type, method_type, call_attribute, plain=None): "
                 "JITFunction.__getitem__ while the "
@@ -1879,10 +1869,7 @@ static PyType_Slot gi_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec gi_spec = {  /* METHOD_DESCRIPTOR: kernel[grid] calls it with (kernel, grid), unbound */
-    "launcher._call.GuardItem", sizeof(GuardItem), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_METHOD_DESCRIPTOR, gi_slots,
-};
+GC_TYPE_SPEC(gi, GuardItem, Py_TPFLAGS_METHOD_DESCRIPTOR);  /* kernel[grid] calls it with (kernel, grid), unbound */
 
 static int exec_module(PyObject *m) {
     if (!(s_calls = PyUnicode_InternFromString("calls")) || !(s_dtype = PyUnicode_InternFromString("dtype"))
