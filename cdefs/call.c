@@ -1271,11 +1271,10 @@ GC_TYPE_SPEC(de, DescEncoder, 0);
  *                      specialization.INT_KEYS, else int_key(v, specialize, align)), None;
  *   a float, a bool, None: its class, None;
  *   anything else:     classify(v, specialize, align, tensor), None.
- * A parameter marked `out` also has its launch value answered: a tensor's data_ptr() (read once,
- * for the key and the launch), else the argument; with any such parameter the answer is the
- * tuple (key, *values).  Where classify answers an instance of `no_key` (an argument of a class
- * that never keys), that instance stands where the key would: the guard's code looks for it on
- * a miss only.  Errors raised by the Python code called (int_key, classify, data_ptr) propagate.
+ The answer is the tuple (key, *values): the launch value of each parameter marked `out`, a
+ * tensor's data_ptr() (read once, for the key and the launch), else the argument.  Where classify
+ * answers an instance of `no_key` (an argument of a class that never keys), that instance stands
+ * where the key would (the values None): the guard's code looks for it on a miss only.  Errors raised by the Python code called (int_key, classify, data_ptr) propagate.
  *
  * hit(grid, *heads, *arguments), where `hit` was given (a dict: what the generated code reads,
  * below), is the generated code's hit, whole, for a call without launch options: the key as
@@ -1288,10 +1287,11 @@ GC_TYPE_SPEC(de, DescEncoder, 0);
  * read (stream(device)), and the launch: the entry's flat launch (FlatLaunch.launch, called
  * directly) with every tensor's data_ptr() read for the key, else (no flat launch, or it
  * declined) the entry's direct launch with grid3(grid); a driver refusal goes to the entry's
- * launcher._launch_failed, which raises.  It answers the kernel launched, or NotImplemented,
- * before anything is called that the general path would call again: a key that cannot be made
- * (the error is cleared: the general path makes it again and explains), no entry, an entry that
- * no longer holds, a hook or a pre-run hook set.  Errors of what it calls after that point
+ * launcher._launch_failed, which raises.  It answers the kernel launched; or, before anything is
+ * called that the general path would call again, what key() answers where it made the key but
+ * found no entry that holds (a miss, or a NoKey: the general path takes it, and does not make it
+ * again), or NotImplemented: a key that cannot be made (the error is cleared: the general path
+ * makes it again and explains), a hook or a pre-run hook set.  Errors of what it calls after that point
  * (check_globals, the grid, the stream, the launches) propagate, as they do from the generated
  * code.  Each launch is counted (guard_hits()).
  *
@@ -1395,6 +1395,22 @@ static void release(PyObject **values, Py_ssize_t n) {
 
 #define GK_STACK 64  /* parameters whose launch values live on the stack; more are allocated */
 
+/* (key, *the out parameters' launch values): what key() answers, and hit() where it keys a call it
+ * does not launch.  Steals `key`; NULL with an error. */
+static PyObject *gk_answer(GuardKey *self, PyObject *key, PyObject *const *args, PyObject *const *values) {
+    PyObject *result = PyTuple_New(1 + self->outs);
+    if (!result) { Py_DECREF(key); return NULL; }
+    int keyed = (PyObject *)Py_TYPE(key) != self->no_key;  /* else the values are None */
+    PyTuple_SetItem(result, 0, key);
+    Py_ssize_t at = 1;
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        if (!self->params[i].out) continue;
+        PyObject *v = !keyed ? Py_None : values[i] ? values[i] : args[i];
+        PyTuple_SetItem(result, at++, Py_NewRef(v));
+    }
+    return result;
+}
+
 static PyObject *gk_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
     GuardKey *self = (GuardKey *)op;
     if (nargs != self->heads + self->n) {
@@ -1403,22 +1419,8 @@ static PyObject *gk_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
     }
     PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
     if (!values) return PyErr_NoMemory();
-    PyObject *key = gk_build(self, args, args + self->heads, values), *result = key;
-    if (key && self->outs) {
-        result = PyTuple_New(1 + self->outs);
-        if (result) {
-            PyTuple_SetItem(result, 0, key);
-            Py_ssize_t at = 1;
-            int keyed = (PyObject *)Py_TYPE(key) != self->no_key;  /* else the values are None */
-            for (Py_ssize_t i = 0; i < self->n; i++) {
-                if (!self->params[i].out) continue;
-                PyObject *v = !keyed ? Py_None : values[i] ? values[i] : args[self->heads + i];
-                PyTuple_SetItem(result, at++, Py_NewRef(v));
-            }
-        } else {
-            Py_DECREF(key);
-        }
-    }
+    PyObject *key = gk_build(self, args, args + self->heads, values);
+    PyObject *result = key ? gk_answer(self, key, args + self->heads, values) : NULL;
     release(values, self->n);
     if (values != stack) PyMem_Free(values);
     return result;
@@ -1559,20 +1561,27 @@ static PyObject *gk_hit(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
     if (!values) return PyErr_NoMemory();
     PyObject *result = NULL, *entry = NULL, *key = gk_build(self, heads, arguments, values);
-    if (!key || (PyObject *)Py_TYPE(key) == self->no_key) goto general;
+    if (!key) goto general;
+    if ((PyObject *)Py_TYPE(key) == self->no_key) goto keyed;
     entry = PyDict_GetItemWithError(self->entries, key);  /* an unhashable key: TypeError, cleared */
-    if (!entry || !PyTuple_Check(entry)) goto general;
+    if (!entry) goto general;
     Py_INCREF(entry);
-    r = gk_holds(self, entry, heads[0]);
-    if (r != 1) goto general;
+    r = PyTuple_Check(entry) ? gk_holds(self, entry, heads[0]) : 0;
+    if (r < 0) goto general;
+    if (!r) goto keyed;
     if (gk_launch(self, entry, heads[0], args[0], arguments, values) == 0)
         result = Py_NewRef(field(self, entry, F_KERNEL));
+    goto out;
+keyed:  /* a miss (or a NoKey): the general path takes the key made here */
+    result = gk_answer(self, key, arguments, values);
+    key = NULL;  /* stolen */
     goto out;
 general:  /* the general path makes the key again, and explains */
     if (PyErr_Occurred()) {
         if (!PyErr_ExceptionMatches(PyExc_Exception)) goto out;  /* KeyboardInterrupt and the like propagate */
         PyErr_Clear();
     }
+    if (key) goto keyed;  /* keyed, but no entry found (or none could be read): the general path looks again */
     result = Py_NewRef(Py_NotImplemented);
 out:
     Py_XDECREF(key); Py_XDECREF(entry);
@@ -1701,9 +1710,9 @@ static PyGetSetDef gk_getset[] = {
 
 static PyMethodDef gk_methods[] = {
     {"key", (PyCFunction)(void (*)(void))gk_key, METH_FASTCALL,
-     "key(*heads, *arguments): the key tuple, or (key, *out values) where a parameter is marked out."},
+     "key(*heads, *arguments): (key, *the launch values of the parameters marked out)."},
     {"hit", (PyCFunction)(void (*)(void))gk_hit, METH_FASTCALL,
-     "hit(grid, *heads, *arguments): the kernel launched, or NotImplemented (the general path's call)."},
+     "hit(grid, *heads, *arguments): the kernel launched; else key()'s answer, or NotImplemented (the general path's call)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -269,7 +269,8 @@ def generate(mode: str, layout, scratch: tuple, namespace: dict, encoder_of: dic
 # `call`. Every argument is keyed by one C call (launcher._call.GuardKey.key, carrying out
 # fast_dispatch.classify's and specialization.int_key's rules), and a call without launch options
 # first tries the whole hit in one C call (GuardKey.hit: the same steps as the code below, for an
-# entry that holds with no hook set); what it leaves (NotImplemented) runs the code below.
+# entry that holds with no hook set); what it leaves runs the code below, with the key it made
+# (a miss) or without (NotImplemented: the code below keys and explains).
 # Pointers go to the launcher as the integers the key already read from data_ptr();
 # everything Triton's path sees (grid callables, launch metadata, a miss) gets the arguments as
 # given. Where the compiled kernel has a C flat launch (CudaLauncher.flat_launch: no
@@ -284,7 +285,9 @@ RESERVED = "_launcher_"
 
 class GuardEntry(NamedTuple):
     """What a guard records for a key (launcher.fast_dispatch.Guard._record) and its generated
-    code unpacks on a hit, each field as `_launcher_<field>`."""
+    code unpacks on a hit, each field as `_launcher_<field>`: the one statement of the fields and
+    their order. _record stores them as a plain tuple in this order (a miss makes one: no
+    Python-level __new__ to call, and the generated code's unpack is an exact tuple's)."""
 
     hash: object  # the JITFunction's hash when recorded (its source changed since: a miss)
     caches: object  # its device_caches entry for the device (cleared or replaced since: a miss)
@@ -305,10 +308,14 @@ def _launcher_call(grid, {params}**_launcher_options):
     """kernel[grid](...) through launcher's guard (generated for {name})."""
     if not _launcher_LIVE:
         return _launcher_redispatch(grid, _launcher_options, ({names}))
-{never}    if not _launcher_options:  # the common hit, whole, in one C call (GuardKey.hit: the steps below, carried out)
-        _launcher_r = _launcher_HIT(grid, {hit_heads}, {names})
-        if _launcher_r is not _launcher_DECLINED:
-            return _launcher_r
+{never}    if _launcher_options:
+        _launcher_keyed = None
+    else:  # the common hit, whole, in one C call (GuardKey.hit: the steps below, carried out)
+        _launcher_keyed = _launcher_HIT(grid, {hit_heads}, {names})
+        if _launcher_keyed.__class__ is not _launcher_tuple:  # a tuple: a miss, keyed as _launcher_KEY keys it
+            if _launcher_keyed is not _launcher_DECLINED:
+                return _launcher_keyed  # the kernel launched
+            _launcher_keyed = None
     if _launcher_JIT.pre_run_hooks or _launcher_RT.add_stages_inspection_hook is not None:
         return _launcher_fallback("pre-run hooks or a stages hook", grid, False, _launcher_options, ({names}))
     try:  # Triton's path is taken after it, never in it (its errors are not the key's)
@@ -318,7 +325,9 @@ def _launcher_call(grid, {params}**_launcher_options):
         else:
             _launcher_okey = ()
         _launcher_dev = _launcher_DEVICE()
-        {keyed} = _launcher_KEY({heads}, {names})
+        if _launcher_keyed is None:
+            _launcher_keyed = _launcher_KEY({heads}, {names})
+        {keyed} = _launcher_keyed
         _launcher_e = _launcher_ENTRIES.get(_launcher_key)
     except _launcher_NoKey as _launcher_reason:
         return _launcher_fallback(_launcher_str(_launcher_reason), grid, False, _launcher_options, ({names}))
@@ -436,7 +445,7 @@ def guard_source(name: str, params, namespace, knobs=(), hints=None, never=None)
                                  positional="".join(n + ", " for n in all_names), unpack=_UNPACK_ENTRY,
                                  unset_enter=_unset("_launcher_enter", "_launcher_HOOK_CHAIN"),
                                  unset_leave=_unset("_launcher_leave", "_launcher_HOOK_CHAIN"),
-                                 never=never_check, keyed=", ".join(["_launcher_key", *outs]),
+                                 never=never_check, keyed=", ".join(["_launcher_key", *outs]) + ",",
                                  heads=", ".join(guard_heads(knobs)), bound=bound, passed=", ".join(passed),
                                  hit_heads=", ".join(guard_heads(knobs, "_launcher_DEVICE()", "()")))
 

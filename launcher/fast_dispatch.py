@@ -414,8 +414,11 @@ class Guard:
             self._stock[key] = jit.hash
             return None
         metadata = kernel.packed_metadata
-        entry = codegen.GuardEntry(jit.hash, caches, kernel_cache.get, triton_key, kernel, run, function, metadata,
-                                   *_launch_parts(run, metadata))
+        # codegen.GuardEntry's fields, in its order, as a plain tuple: made without a Python call
+        # (the NamedTuple's __new__) on every miss, and unpacked by the generated code at the
+        # speed of an exact tuple
+        entry = (jit.hash, caches, kernel_cache.get, triton_key, kernel, run, function, metadata,
+                 *_launch_parts(run, metadata))
         entries = self.entries  # bounded; a clear and a store are each atomic: a race only loses entries
         if len(entries) >= 1024:
             entries.clear()

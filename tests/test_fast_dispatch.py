@@ -1067,3 +1067,24 @@ def test_a_miss_records_launchers_own_kernels_with_parts_made_once_per_shape():
     ck = C.BY_NAME["host_tma"].compile()
     run = CudaLauncher(ck.src, ck.metadata)
     assert run.flat_launch(run.packed_metadata) is None
+
+def test_a_miss_is_keyed_once():
+    """GuardKey.hit keys a call it cannot launch and hands the key to the general path (a miss
+    does not key again); a call with launch options is keyed by the general path alone."""
+    x = FakeTensor(A0, tl.float32)
+    args = (x, 16, 1, 1, 0.5, (x, 16), None)
+    triton_ = CpuTriton(guard_kernel)
+    guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA, example=(args, {"BLOCK": 64}))
+    try:
+        cell = codegen.cells(guard.call)["_launcher_KEY"]
+        key, calls = cell.cell_contents, []
+        cell.cell_contents = lambda *a: calls.append(1) or key(*a)
+        misses = fast_dispatch.stats()["misses"]
+        want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
+        assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want  # a miss: Triton's path
+        assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want  # a hit
+        assert fast_dispatch.stats()["misses"] == misses + 1 and calls == []
+        guard.run(*args, grid=(1,), warmup=False, BLOCK=64, num_warps=4)  # options: the general path keys
+        assert calls == [1]
+    finally:
+        _forget_guard(guard_kernel)

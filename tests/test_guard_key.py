@@ -169,7 +169,8 @@ def test_a_declined_flat_launch_or_none_goes_to_the_direct_launch_and_a_refusal_
 
 
 @pytest.mark.parametrize("change", ["no entry", "hash", "caches", "kernel cache", "pre-run hook", "stages hook",
-                                    "enter hook", "exit hook", "unhashable", "huge int", "never keys"])
+                                    "enter hook", "exit hook", "unhashable", "huge int", "cannot specialize",
+                                    "never keys"])
 def test_the_hit_leaves_the_call_to_the_general_path_before_anything_runs(change):
     k, record, jit, rt, kernel_cache = hit_setup()
     call = list(CALL)
@@ -190,15 +191,27 @@ def test_the_hit_leaves_the_call_to_the_general_path_before_anything_runs(change
     elif change == "exit hook":
         rt.launch_exit_hook = Chain(print)
     elif change == "unhashable":
-        call[3] = [1]  # classify keys a list... as unhashable, or refuses it: either way the general path
+        call[4] = [64]  # a constexpr keyed by value: the key cannot be hashed
+    elif change == "cannot specialize":
+        call[3] = [1]  # classify refuses a list (NoKey raised)
     elif change == "huge int":
         call[1] = 2**70
     elif change == "never keys":
         class Descriptor:
             block_shape, base = [16], None
+        with pytest.raises(NoKey):
+            classify(Descriptor(), True, True)  # the first one raises, and registers the class
         call[0] = Descriptor()
     grid_calls = []
-    assert k.hit(lambda m: grid_calls.append(1) or (1,), *HEADS, *call) is NotImplemented
+    answer = k.hit(lambda m: grid_calls.append(1) or (1,), *HEADS, *call)
+    if change in ("no entry", "hash", "caches", "kernel cache", "never keys", "unhashable"):
+        # keyed, not launched: the general path takes key()'s answer and does not key again
+        # (an unhashable key too: the general path's lookup then says so)
+        want = k.key(*HEADS, *call)
+        assert answer.__class__ is tuple and len(answer) == len(want) == 3
+        assert answer[0].__class__ is NoKey or answer[0] == want[0]
+    else:  # decided before a key was made, or a key that cannot be made: the general path keys and explains
+        assert answer is NotImplemented
     assert not grid_calls and not record["flat"] and not record["direct"] and sys.exc_info() == (None, None, None)
 
 
