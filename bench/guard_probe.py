@@ -1,0 +1,114 @@
+"""Where a guard hit's host time goes (GPU): a breakdown of `kernel[grid](...)` with the fast
+dispatch on, interleaved against the C floor; not the benchmark (python -m launcher bench is).
+
+    python bench/guard_probe.py [--rounds 30] [--batch 500]
+
+One kernel (vector add: three tensors, an int, a constexpr). Each round runs every row once, a
+batch of BATCH calls after a synchronisation, the order reversed every other round; printed: the
+median over rounds of each row's µs per call and of its ratio to the floor of the same round.
+Rows, from the whole hit down to its parts:
+  floor               cuLaunchKernelEx in a C loop (BoundLaunch.repeat)
+  prepared p(*new)    launcher.prepare's C call with the arguments passed again
+  guard kernel[grid]  the whole hit, as users write it (GuardItem, the generated call, the C hit)
+  guard call()        the generated call, called directly (no kernel[grid] binding)
+  C hit               GuardKey.hit with the heads already read (no generated code)
+  C key               GuardKey.key alone: the key and the data_ptr() reads, no lookup, no launch
+  flat launch         the entry's FlatLaunch.launch with the values already read
+  heads               the generated call's head reads (device, debug flags, knobs), no call
+  3 data_ptr + dtype  what any path reads of the three tensors
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+import launcher
+from launcher import codegen, fast_dispatch
+
+
+@triton.jit
+def add(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--batch", type=int, default=500)
+    a = ap.parse_args()
+    x = torch.zeros(1024, device="cuda")
+    n, grid = 1000, (1,)
+    launcher.install(fast_dispatch=True)
+    for _ in range(3):  # Triton's path, then the recorded entry: hits from here on
+        ck = add[grid](x, x, x, n, BLOCK=1024)
+    torch.cuda.synchronize()
+    guard = add.__dict__[fast_dispatch._GUARD]
+    ns = guard.call.__globals__
+    cells = dict(zip(guard.call.__code__.co_freevars, (c.cell_contents for c in guard.call.__closure__ or ())))
+
+    def read(name):
+        return cells[name] if name in cells else ns[name]
+
+    hit, key, device, jit = read("_launcher_HIT"), read("_launcher_KEY"), read("_launcher_DEVICE"), read("_launcher_JIT")
+    knobs = fast_dispatch._knobs({})
+    knob_objs = [read(f"_launcher_KNOB_{i}") for i in range(len(knobs))]
+    heads_src = "lambda: (" + ", ".join(["DEV()", "JIT.debug", *[k.replace("_launcher_", "") for k in knobs], "()"]) + ")"
+    heads_ns = {"DEV": device, "JIT": jit, **{f"KNOB_{i}": o for i, o in enumerate(knob_objs)}}
+    for k in [k for k in ns if k.startswith(("_launcher_KREAD_", "_launcher_KDEFAULT_", "_launcher_UNSET"))]:
+        heads_ns[k.replace("_launcher_", "")] = ns[k]
+    heads = eval(heads_src, heads_ns)
+    h = heads()
+    keyed = key(*h, x, x, x, n, 1024)
+    entry = guard.entries[keyed[0]]
+    flat, function = entry[codegen.GuardEntry._fields.index("flat")], ck.function
+    outs = iter(keyed[1:])  # the launch values: the key call's for the parameters it marks out
+    values = [next(outs) if spec[3] else v for spec, v in zip(guard._key_spec[0], (x, x, x, n, 1024))]
+    stream = torch.cuda.current_stream().cuda_stream
+    p = launcher.prepare(add, grid, x, x, x, n, BLOCK=1024)
+    bound = ck._run.bind(1, 1, 1, stream, function, ck.packed_metadata, x, x, x, n, 1024)
+    call = guard.call
+    B = a.batch
+    rows = {
+        "floor": lambda: bound.repeat(B),
+        "prepared p(*new)": lambda: [p(x, x, x, n) for _ in range(B)],
+        "guard kernel[grid]": lambda: [add[grid](x, x, x, n, BLOCK=1024) for _ in range(B)],
+        "guard call()": lambda: [call(grid, x, x, x, n, BLOCK=1024) for _ in range(B)],
+        "C hit": lambda: [hit(grid, *h, x, x, x, n, 1024) for _ in range(B)],
+        "C key": lambda: [key(*h, x, x, x, n, 1024) for _ in range(B)],
+        "flat launch": lambda: [flat(function, stream, grid, *values) for _ in range(B)],
+        "heads": lambda: [heads() for _ in range(B)],
+        "3 data_ptr + dtype": lambda: [(x.data_ptr(), x.dtype, x.data_ptr(), x.dtype, x.data_ptr(), x.dtype)
+                                       for _ in range(B)],
+    }
+    before = fast_dispatch.stats()
+    samples = {k: [] for k in rows}
+    for r in range(a.rounds + 2):
+        order = list(rows) if r % 2 == 0 else list(reversed(rows))
+        got = {}
+        for k in order:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter_ns()
+            rows[k]()
+            got[k] = (time.perf_counter_ns() - t0) / B / 1e3
+        if r >= 2:
+            for k in rows:
+                samples[k].append((got[k], got[k] / got["floor"]))
+    torch.cuda.synchronize()
+    after = fast_dispatch.stats()
+    print(f"Triton {triton.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name()}; "
+          f"{a.rounds} rounds of {B}; guard hits +{after['hits'] - before['hits']}, "
+          f"misses +{after['misses'] - before['misses']}")
+    print(f"{'row':22s} {'µs':>7s} {'x floor':>8s}")
+    for k, s in samples.items():
+        print(f"{k:22s} {statistics.median(v for v, _ in s):7.3f} {statistics.median(q for _, q in s):8.2f}")
+
+
+if __name__ == "__main__":
+    main()
