@@ -253,3 +253,115 @@ def test_more_parameters_than_the_stack_holds():
     key, *values = k.key(*HEADS, *args)
     assert len(key) == len(HEADS) + 2 * n and len(values) == n
     assert values == [a.ptr if isinstance(a, Tensor) else a for a in args]
+
+
+# -- kernel[grid](...) whole in C: GuardItem makes a GuardCall of an armed GuardKey --
+NAMES = ("x", "n", "m", "k", "BLOCK")
+
+
+def armed_call(grid=(4,), reads=None):
+    """A GuardKey with its hit, armed with a stand-in generated call that records, and the
+    GuardCall that GuardItem makes of it for `grid` (a kernel whose `run` is the guard's)."""
+    k, record, jit, rt, cache = hit_setup()
+    general = []
+
+    def call(g, *args, **kwargs):
+        general.append((g, args, kwargs))
+        return "GENERAL"
+
+    reads = reads or ((codegen.CALL, lambda: "dev"), (codegen.ATTR, types.SimpleNamespace(debug="debug"), "debug"),
+                      (codegen.VALUE, ()))
+    k.arm(call, {n: i for i, n in enumerate(NAMES)}, ((), (), (), (), (64,)), reads)
+    k.live = True
+    run = object()
+    kernel = types.SimpleNamespace(run=run, _launcher_call=(run, k))
+    item = _call.GuardItem(lambda j, g: "TRITON", types.FunctionType, types.MethodType, "_launcher_call")
+    bound = item(kernel, grid)
+    assert isinstance(bound, _call.GuardCall) and bound.key is k and bound.grid == grid
+    return bound, k, record, general
+
+
+def test_a_guard_call_binds_reads_the_heads_and_hits():
+    bound, k, record, general = armed_call()
+    for args, kwargs in [(CALL, {}), (CALL[:4], {}), (CALL[:1], dict(zip(NAMES[1:], CALL[1:]))), ((), dict(zip(NAMES, CALL)))]:
+        assert bound(*args, **kwargs) == "KERNEL"
+    assert len(record["flat"]) == 4 and not general
+    assert len(set(record["flat"])) == 1
+
+
+def test_a_guard_call_leaves_the_rest_to_the_generated_call():
+    bound, k, record, general = armed_call()
+    assert bound(*CALL, num_warps=4) == "GENERAL"  # launch options: no hit tried
+    assert general[-1] == ((4,), CALL, {"num_warps": 4})
+    for args, kwargs in [(CALL + (1,), {}), ((), {"BLOCK": 64}), (CALL, {"x": 1})]:
+        bound(*args, **kwargs)  # what Python's binding refuses: the generated call raises it
+        assert general[-1] == ((4,), args, kwargs)
+    miss = (Tensor(0x1000), 1025, 7, 2.5, 64)
+    bound(*miss)  # a miss: the key handed over
+    g, args, kwargs = general[-1]
+    assert args == miss and kwargs["_launcher_keyed"] == k.key(*HEADS, *miss)
+    k.live = False  # the guard taken away since kernel[grid]: the generated call redispatches
+    bound(*CALL)
+    assert general[-1] == ((4,), CALL, {}) and len(record["flat"]) == 0
+
+
+def test_a_guard_call_whose_head_read_fails_leaves_it_to_the_generated_call():
+    def broken():
+        raise RuntimeError("no device")
+
+    bound, k, record, general = armed_call(reads=((codegen.CALL, broken), (codegen.VALUE, "debug"), (codegen.VALUE, ())))
+    assert bound(*CALL) == "GENERAL" and general[-1] == ((4,), CALL, {}) and not record["flat"]
+    stop = armed_call(reads=((codegen.CALL, lambda: (_ for _ in ()).throw(KeyboardInterrupt)), (codegen.VALUE, "debug"),
+                             (codegen.VALUE, ())))[0]
+    with pytest.raises(KeyboardInterrupt):  # not an Exception: it propagates
+        stop(*CALL)
+
+
+def test_every_head_read_reads_as_its_source_says():
+    holder = types.SimpleNamespace(own="set")
+    bare = types.SimpleNamespace()
+    reads = ((codegen.CALL, lambda: "dev"), (codegen.OWN, bare, "own", "UNSET"), (codegen.VALUE, ()))
+    seen = []
+    bound, k, *_ = armed_call(reads=reads)
+    assert bound(*CALL) != "KERNEL"  # "UNSET" is not the recorded head: a miss
+    reads = ((codegen.CALL, lambda: "dev"), (codegen.CALL2, lambda a, b: seen.append((a, b)) or "debug", "ENV", 0),
+             (codegen.VALUE, ()))
+    bound, *_ = armed_call(reads=reads)
+    assert bound(*CALL) == "KERNEL" and seen == [("ENV", 0)]
+    reads = ((codegen.CALL, lambda: "dev"), (codegen.OWN, types.SimpleNamespace(d="debug"), "d", "x"), (codegen.VALUE, ()))
+    assert armed_call(reads=reads)[0](*CALL) == "KERNEL"
+    ns = {"_launcher_KNOB_0": holder, "_launcher_UNSET": "U", "_launcher_DEVICE": len}
+    got = codegen.resolve_reads([(codegen.CALL, "_launcher_DEVICE"), (codegen.OWN, "_launcher_KNOB_0", "own", "_launcher_UNSET"),
+                                 (codegen.ATTR, "_launcher_KNOB_0", "own"), (codegen.VALUE, "()")], ns)
+    assert got == ((codegen.CALL, len), (codegen.OWN, holder, "own", "U"), (codegen.ATTR, holder, "own"), (codegen.VALUE, ()))
+    assert [codegen.head_source(r) for r in [(codegen.OWN, "K", "own", "U"), (codegen.CALL2, "R", "ENV", "D")]] == [
+        "K.__dict__.get('own', U)", "R('ENV', D)"]
+
+
+def test_arm_refuses_what_the_call_cannot_read():
+    k = hit_setup()[0]
+    good = ({n: i for i, n in enumerate(NAMES)}, ((),) * 5, ((codegen.VALUE, "dev"), (codegen.VALUE, 0), (codegen.VALUE, ())))
+    for bad in [(1, *good), (print, {"x": 9}, *good[1:]), (print, good[0], ((),) * 4, good[2]),
+                (print, good[0], ((1, 2),) * 5, good[2]), (print, *good[:2], good[2][:2]),
+                (print, *good[:2], ((9, 1),) * 3), (print, *good[:2], ((codegen.ATTR, 1, 2),) * 3), (print, *good[:2], ((),) * 3)]:
+        with pytest.raises(TypeError):
+            k.arm(*bad)
+    with pytest.raises(TypeError):
+        keyer().arm(print, *good)  # no hit: nothing to arm
+    k.arm(print, *good)
+
+
+def test_a_guard_call_holds_no_reference_after_it_returns():
+    bound, k, record, general = armed_call()
+    miss = (Tensor(0x1000), 1025, 7, 2.5, 64)
+    objs = (bound, k, CALL[0], miss[0], 1025, 2.5)
+    for _ in range(3):
+        bound(*CALL); bound(*miss); bound(*CALL, num_warps=4); bound(*CALL[:1], n=1024, m=7, k=2.5)  # noqa: E702
+    general.clear(); record["flat"].clear()  # noqa: E702
+    gc.collect()
+    before = [sys.getrefcount(o) for o in objs]
+    for _ in range(500):
+        bound(*CALL); bound(*miss); bound(*CALL, num_warps=4); bound(*CALL[:1], n=1024, m=7, k=2.5)  # noqa: E702
+    general.clear(); record["flat"].clear()  # noqa: E702
+    gc.collect()
+    assert [sys.getrefcount(o) for o in objs] == before
