@@ -18,7 +18,7 @@
 #   third-party    third-party Triton libraries' own tests (FlagGems, Liger-Kernel: a small selection
 #                  in .device/thirdparty, fetched by .ci/third_party_fetch.sh, never committed), stock
 #                  and then with launcher and its fast dispatch on (the same plugin as triton-tests),
-#                  compared test by test (.ci/compare_junit.py); TP_TIMEOUT bounds each mode (90 s),
+#                  compared test by test (.ci/compare_junit.py); TP_TIMEOUT bounds each mode (150 s),
 #                  TP_LIBS picks libraries ("flaggems liger"), TP_FG_K replaces FlagGems' -k expression
 #   third-party-ops  .ci/third_party_ops.py: typical small FlagGems and Liger calls, µs per call, stock
 #                  against launcher and launcher with its guard, interleaved
@@ -109,10 +109,10 @@ while [ $# -gt 0 ]; do
           run=/tmp/tp-run-$lib-$mode && rm -rf $run && mkdir -p $run
           (export PYTHONPATH=$PWD/.ci:$PYTHONPATH; cd $run && env $envs GEMS_VENDOR=nvidia \
             TRITON_CACHE_DIR=$run/triton-cache FLAGGEMS_CACHE_DIR=$run/flaggems-cache \
-            timeout -s INT -k 30 ${TP_TIMEOUT:-90} python3 -m pytest -q -rf -p no:cacheprovider -p conftest_launcher \
+            timeout -s INT -k 30 ${TP_TIMEOUT:-150} python3 -m pytest -q -rf -p no:cacheprovider -p conftest_launcher \
             --junitxml="$OUT/$tag-tp-$lib-$mode.xml" "${opts[@]}" $(for f in $sel; do echo $root/$f; done) > "$log" 2>&1)
           rc=$?
-          stopped=""; [ $rc = 124 ] || [ $rc = 137 ] && stopped=", stopped by TP_TIMEOUT=${TP_TIMEOUT:-90}"
+          stopped=""; [ $rc = 124 ] || [ $rc = 137 ] && stopped=", stopped by TP_TIMEOUT=${TP_TIMEOUT:-150}"
           echo "-- $lib, $mode (exit $rc$stopped): $(grep -E '(passed|failed|error|skipped|deselected|no tests ran).* in [0-9.]+s' "$log" | tail -1)"
           grep -E "^(FAILED|ERROR|ImportError)|fast dispatch" "$log" | head -12
         done

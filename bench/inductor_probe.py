@@ -4,8 +4,9 @@ compiled step faster than Inductor's static launcher?).
 
     python bench/inductor_probe.py
 
-One small, launch-bound step (eight reductions over an 8x1024 fp32 tensor, each its own Triton
-kernel) is compiled three times in one process, with the FX graph and autotune caches off:
+One small, launch-bound step (eight reductions over an 8x1024 fp32 tensor, over alternate
+dimensions so that Inductor makes several Triton kernels of them) is compiled three times in one
+process, with the FX graph and autotune caches off:
   static:   Inductor's default (torch._inductor.config.use_static_cuda_launcher = True)
   stock:    use_static_cuda_launcher = False, launcher not installed (Triton's own launcher)
   launcher: use_static_cuda_launcher = False, after launcher.install() (launcher's launcher object)
@@ -34,8 +35,11 @@ ROUNDS, WARMUP, STEPS = 40, 3, 100
 
 
 def step(x, w):
-    for _ in range(8):  # each softmax / rms_norm is a reduction: a kernel of its own
-        x = torch.softmax(x * w, dim=-1) + torch.rms_norm(x, (x.shape[-1],)) * 0.5
+    # Reductions over alternate dimensions: a softmax over the rows needs the whole column-wise
+    # result before it, so Inductor cannot fuse them; each is a Triton kernel of its own (the
+    # count is printed: a launch-bound step of several small launches).
+    for i in range(8):
+        x = torch.softmax(x * w, dim=-1) if i % 2 == 0 else torch.softmax(x, dim=0) + torch.rms_norm(x, (x.shape[-1],)) * 0.5
     return x
 
 
