@@ -9,8 +9,9 @@ median over rounds of each row's µs per call and of its ratio to the floor of t
 Rows, from the whole hit down to its parts:
   floor               cuLaunchKernelEx in a C loop (BoundLaunch.repeat)
   prepared p(*new)    launcher.prepare's C call with the arguments passed again
-  guard kernel[grid]  the whole hit, as users write it (GuardItem, the generated call, the C hit)
-  guard call()        the generated call, called directly (no kernel[grid] binding)
+  guard kernel[grid]  the whole hit, as users write it (GuardItem, then GuardCall: all in C)
+  GuardCall, bound once  kernel[grid] taken once, called each time (no GuardItem)
+  guard call()        the generated Python call, called directly (its frame, then the C hit)
   C hit               GuardKey.hit with the heads already read (no generated code)
   C key               GuardKey.key alone: the key and the data_ptr() reads, no lookup, no launch
   flat launch         the entry's FlatLaunch.launch with the values already read
@@ -50,20 +51,17 @@ def main():
         ck = add[grid](x, x, x, n, BLOCK=1024)
     torch.cuda.synchronize()
     guard = add.__dict__[fast_dispatch._GUARD]
-    ns = guard.call.__globals__
-    cells = dict(zip(guard.call.__code__.co_freevars, (c.cell_contents for c in guard.call.__closure__ or ())))
+    keys = guard._keys  # the armed GuardKey: its key, its hit, and kernel[grid]'s C call
+    hit, key = keys.hit, keys.key
+    # the heads, read as the C call reads them (codegen.hit_reads over the guard's namespace)
+    reads = codegen.resolve_reads(codegen.hit_reads(guard._knob_reads), guard._ns)
+    how = {codegen.CALL: lambda r: r[1](), codegen.ATTR: lambda r: getattr(r[1], r[2]),
+           codegen.OWN: lambda r: vars(r[1]).get(r[2], r[3]), codegen.CALL2: lambda r: r[1](r[2], r[3]),
+           codegen.VALUE: lambda r: r[1]}
 
-    def read(name):
-        return cells[name] if name in cells else ns[name]
+    def heads():
+        return tuple([how[r[0]](r) for r in reads])
 
-    hit, key, device, jit = read("_launcher_HIT"), read("_launcher_KEY"), read("_launcher_DEVICE"), read("_launcher_JIT")
-    knobs = fast_dispatch._knobs({})
-    knob_objs = [read(f"_launcher_KNOB_{i}") for i in range(len(knobs))]
-    heads_src = "lambda: (" + ", ".join(["DEV()", "JIT.debug", *[k.replace("_launcher_", "") for k in knobs], "()"]) + ")"
-    heads_ns = {"DEV": device, "JIT": jit, **{f"KNOB_{i}": o for i, o in enumerate(knob_objs)}}
-    for k in [k for k in ns if k.startswith(("_launcher_KREAD_", "_launcher_KDEFAULT_", "_launcher_UNSET"))]:
-        heads_ns[k.replace("_launcher_", "")] = ns[k]
-    heads = eval(heads_src, heads_ns)
     h = heads()
     keyed = key(*h, x, x, x, n, 1024)
     entry = guard.entries[keyed[0]]
@@ -73,12 +71,13 @@ def main():
     stream = torch.cuda.current_stream().cuda_stream
     p = launcher.prepare(add, grid, x, x, x, n, BLOCK=1024)
     bound = ck._run.bind(1, 1, 1, stream, function, ck.packed_metadata, x, x, x, n, 1024)
-    call = guard.call
+    call, taken = guard.call, add[grid]
     B = a.batch
     rows = {
         "floor": lambda: bound.repeat(B),
         "prepared p(*new)": lambda: [p(x, x, x, n) for _ in range(B)],
         "guard kernel[grid]": lambda: [add[grid](x, x, x, n, BLOCK=1024) for _ in range(B)],
+        "GuardCall, bound once": lambda: [taken(x, x, x, n, BLOCK=1024) for _ in range(B)],
         "guard call()": lambda: [call(grid, x, x, x, n, BLOCK=1024) for _ in range(B)],
         "C hit": lambda: [hit(grid, *h, x, x, x, n, 1024) for _ in range(B)],
         "C key": lambda: [key(*h, x, x, x, n, 1024) for _ in range(B)],
