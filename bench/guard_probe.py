@@ -11,6 +11,8 @@ Rows, from the whole hit down to its parts:
   prepared p(*new)    launcher.prepare's C call with the arguments passed again
   guard kernel[grid]  the whole hit, as users write it (GuardItem, then GuardCall: all in C)
   GuardCall, bound once  kernel[grid] taken once, called each time (no GuardItem)
+  call bound as a method  the generated call bound to the grid as a method, then called (what
+                      kernel[grid] was before GuardCall, plus the read of __get__)
   guard call()        the generated Python call, called directly (its frame, then the C hit)
   C hit               GuardKey.hit with the heads already read (no generated code)
   C key               GuardKey.key alone: the key and the data_ptr() reads, no lookup, no launch
@@ -78,6 +80,7 @@ def main():
         "prepared p(*new)": lambda: [p(x, x, x, n) for _ in range(B)],
         "guard kernel[grid]": lambda: [add[grid](x, x, x, n, BLOCK=1024) for _ in range(B)],
         "GuardCall, bound once": lambda: [taken(x, x, x, n, BLOCK=1024) for _ in range(B)],
+        "call bound as a method": lambda: [call.__get__(grid)(x, x, x, n, BLOCK=1024) for _ in range(B)],
         "guard call()": lambda: [call(grid, x, x, x, n, BLOCK=1024) for _ in range(B)],
         "C hit": lambda: [hit(grid, *h, x, x, x, n, 1024) for _ in range(B)],
         "C key": lambda: [key(*h, x, x, x, n, 1024) for _ in range(B)],
