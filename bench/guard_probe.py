@@ -9,11 +9,10 @@ median over rounds of each row's µs per call and of its ratio to the floor of t
 Rows, from the whole hit down to its parts:
   floor               cuLaunchKernelEx in a C loop (BoundLaunch.repeat)
   prepared p(*new)    launcher.prepare's C call with the arguments passed again
-  guard kernel[grid]  the whole hit, as users write it (GuardItem, then GuardCall: all in C)
-  GuardCall, bound once  kernel[grid] taken once, called each time (no GuardItem)
-  call bound as a method  the generated call bound to the grid as a method, then called (what
-                      kernel[grid] was before GuardCall, plus the read of __get__)
-  guard call()        the generated Python call, called directly (its frame, then the C hit)
+  guard kernel[grid]  the whole hit, as users write it (GuardItem binds the grid to the generated
+                      call, whose frame makes the C hit)
+  kernel[grid] taken once  the bound call taken once, called each time (no GuardItem)
+  guard call()        the generated call, called directly (no binding)
   C hit               GuardKey.hit with the heads already read (no generated code)
   C key               GuardKey.key alone: the key and the data_ptr() reads, no lookup, no launch
   flat launch         the entry's FlatLaunch.launch with the values already read
@@ -53,16 +52,12 @@ def main():
         ck = add[grid](x, x, x, n, BLOCK=1024)
     torch.cuda.synchronize()
     guard = add.__dict__[fast_dispatch._GUARD]
-    keys = guard._keys  # the armed GuardKey: its key, its hit, and kernel[grid]'s C call
-    hit, key = keys.hit, keys.key
-    # the heads, read as the C call reads them (codegen.hit_reads over the guard's namespace)
-    reads = codegen.resolve_reads(codegen.hit_reads(guard._knob_reads), guard._ns)
-    how = {codegen.CALL: lambda r: r[1](), codegen.ATTR: lambda r: getattr(r[1], r[2]),
-           codegen.OWN: lambda r: vars(r[1]).get(r[2], r[3]), codegen.CALL2: lambda r: r[1](r[2], r[3]),
-           codegen.VALUE: lambda r: r[1]}
-
-    def heads():
-        return tuple([how[r[0]](r) for r in reads])
+    # what the generated code reads, and its heads as it reads them for the hit
+    ns = {**guard.call.__globals__, **codegen.cells(guard.call)}
+    ns = {k: v.cell_contents if hasattr(v, "cell_contents") else v for k, v in ns.items()}
+    hit, key = ns["_launcher_HIT"], ns["_launcher_KEY"]
+    heads = eval("lambda: (" + ", ".join(codegen.guard_heads(fast_dispatch._knobs({}), "_launcher_DEVICE()", "()")) + ",)",
+                 ns)
 
     h = heads()
     keyed = key(*h, x, x, x, n, 1024)
@@ -79,8 +74,7 @@ def main():
         "floor": lambda: bound.repeat(B),
         "prepared p(*new)": lambda: [p(x, x, x, n) for _ in range(B)],
         "guard kernel[grid]": lambda: [add[grid](x, x, x, n, BLOCK=1024) for _ in range(B)],
-        "GuardCall, bound once": lambda: [taken(x, x, x, n, BLOCK=1024) for _ in range(B)],
-        "call bound as a method": lambda: [call.__get__(grid)(x, x, x, n, BLOCK=1024) for _ in range(B)],
+        "kernel[grid] taken once": lambda: [taken(x, x, x, n, BLOCK=1024) for _ in range(B)],
         "guard call()": lambda: [call(grid, x, x, x, n, BLOCK=1024) for _ in range(B)],
         "C hit": lambda: [hit(grid, *h, x, x, x, n, 1024) for _ in range(B)],
         "C key": lambda: [key(*h, x, x, x, n, 1024) for _ in range(B)],

@@ -1314,9 +1314,6 @@ typedef struct {
     /* hit: all set, or none */
     PyObject *jit, *runtime, *entries, *stream, *hook_chain, *check_globals, *grid3, *names;
     Py_ssize_t fields[F_COUNT];
-    /* the call (arm()): all set, or none; live: the guard is in front of its kernel */
-    PyObject *call, *keywords, *defaults, *head_reads;
-    int live;
 } GuardKey;
 
 static PyObject *s_hash, *s_device_caches, *s_pre_run_hooks, *s_stages, *s_used_globals, *s_launch_failed;
@@ -1548,14 +1545,19 @@ done:
     return result;
 }
 
-/* The hit of a call (grid, self->heads heads' values, self->n arguments): what hit() answers. */
-static PyObject *gk_hit_core(GuardKey *self, PyObject *grid, PyObject *const *heads, PyObject *const *arguments) {
+static PyObject *gk_hit(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
+    GuardKey *self = (GuardKey *)op;
+    if (nargs != 1 + self->heads + self->n) {
+        PyErr_Format(PyExc_TypeError, "GuardKey.hit takes %zd arguments (%zd given)", 1 + self->heads + self->n, nargs);
+        return NULL;
+    }
     if (!self->jit) Py_RETURN_NOTIMPLEMENTED;
     int r;  /* what sends the call to the general path, before anything of the call's own runs */
     if ((r = attr_set(self->jit, s_pre_run_hooks, 1)) != 0 || (r = attr_set(self->runtime, s_stages, 0)) != 0
             || (r = hook_set(self->runtime, self->hook_chain, s_enter)) != 0
             || (r = hook_set(self->runtime, self->hook_chain, s_exit)) != 0)
         goto decline;
+    PyObject *const *heads = args + 1, *const *arguments = args + 1 + self->heads;
     PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
     if (!values) return PyErr_NoMemory();
     PyObject *result = NULL, *entry = NULL, *key = gk_build(self, heads, arguments, values);
@@ -1567,7 +1569,7 @@ static PyObject *gk_hit_core(GuardKey *self, PyObject *grid, PyObject *const *he
     r = PyTuple_Check(entry) ? gk_holds(self, entry, heads[0]) : 0;
     if (r < 0) goto general;
     if (!r) goto keyed;
-    if (gk_launch(self, entry, heads[0], grid, arguments, values) == 0)
+    if (gk_launch(self, entry, heads[0], args[0], arguments, values) == 0)
         result = Py_NewRef(field(self, entry, F_KERNEL));
     goto out;
 keyed:  /* a miss (or a NoKey): the general path takes the key made here */
@@ -1594,202 +1596,9 @@ decline:
     Py_RETURN_NOTIMPLEMENTED;
 }
 
-static PyObject *gk_hit(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
-    GuardKey *self = (GuardKey *)op;
-    if (nargs != 1 + self->heads + self->n) {
-        PyErr_Format(PyExc_TypeError, "GuardKey.hit takes %zd arguments (%zd given)", 1 + self->heads + self->n, nargs);
-        return NULL;
-    }
-    return gk_hit_core(self, args[0], args + 1, args + 1 + self->heads);
-}
-
 static PyObject *guard_hits(PyObject *module, PyObject *unused) {
     return PyLong_FromUnsignedLongLong(guard_hit_count);
 }
-
-/* ---- the whole kernel[grid](...) call, in C (GuardItem binds a GuardCall where the guard's
- * call is an armed GuardKey) ----
- *
- * arm(call, keywords, defaults, head_reads) gives a GuardKey what a call needs besides the hit:
- * `call`, the generated Python call (launcher.codegen.GUARD_TEMPLATE's _launcher_call), which
- * takes every call this C one does not finish; `keywords` {parameter name: index} and `defaults`
- * (per parameter, () or (its default,)), which bind a call as Python binds it (bind_call); and
- * `head_reads`, how the key's heads are read (launcher.codegen.head_reads: the one statement of
- * the heads, which the generated code reads through codegen.head_source), one tuple each:
- *   (0, f): f()      (1, obj, name): obj.name      (2, obj, name, unset): obj.__dict__.get(name, unset)
- *   (3, f, a, b): f(a, b)      (4, value): value
- * `live` is what the generated code reads as _launcher_LIVE (launcher.fast_dispatch sets both). */
-static int head_read(PyObject *how, PyObject **out) {  /* 0 read (*out a new reference), -1 an error */
-    long op = PyLong_AsLong(PyTuple_GetItem(how, 0));  /* arm() checked the shape */
-    PyObject *a = PyTuple_GetItem(how, 1), *b = PyTuple_Size(how) > 2 ? PyTuple_GetItem(how, 2) : NULL;
-    switch (op) {
-    case 0: *out = PyObject_CallNoArgs(a); break;
-    case 1: *out = PyObject_GetAttr(a, b); break;
-    case 2: {
-        PyObject *dict = PyObject_GenericGetDict(a, NULL);
-        if (!dict) return -1;
-        PyObject *v = PyDict_GetItemWithError(dict, b);
-        *out = v ? Py_NewRef(v) : PyErr_Occurred() ? NULL : Py_NewRef(PyTuple_GetItem(how, 3));
-        Py_DECREF(dict);
-        break;
-    }
-    case 3: *out = PyObject_CallFunctionObjArgs(a, b, PyTuple_GetItem(how, 3), NULL); break;
-    default: *out = Py_NewRef(a);
-    }
-    return *out ? 0 : -1;
-}
-
-static PyObject *gk_arm(PyObject *op, PyObject *args) {
-    GuardKey *self = (GuardKey *)op;
-    PyObject *call, *keywords, *defaults, *reads;
-    if (!PyArg_ParseTuple(args, "OO!O!O!", &call, &PyDict_Type, &keywords, &PyTuple_Type, &defaults, &PyTuple_Type, &reads))
-        return NULL;
-    if (!self->jit || !PyCallable_Check(call) || fits_binding(keywords, defaults, self->n) < 0) goto bad;
-    if (PyTuple_Size(reads) != self->heads) goto bad;
-    static const Py_ssize_t sizes[5] = {2, 3, 4, 4, 2};
-    for (Py_ssize_t i = 0; i < self->heads; i++) {
-        PyObject *how = PyTuple_GetItem(reads, i);
-        long kind = PyTuple_CheckExact(how) && PyTuple_Size(how) >= 2 && PyLong_CheckExact(PyTuple_GetItem(how, 0))
-                        ? PyLong_AsLong(PyTuple_GetItem(how, 0)) : -1;
-        if (kind < 0 || kind > 4 || PyTuple_Size(how) != sizes[kind]
-                || ((kind == 1 || kind == 2) && !PyUnicode_CheckExact(PyTuple_GetItem(how, 2)))) {
-            PyErr_Clear();
-            goto bad;
-        }
-    }
-    PyObject *old[4] = {self->call, self->keywords, self->defaults, self->head_reads};
-    self->call = Py_NewRef(call); self->keywords = Py_NewRef(keywords);
-    self->defaults = Py_NewRef(defaults); self->head_reads = Py_NewRef(reads);
-    for (int i = 0; i < 4; i++) Py_XDECREF(old[i]);
-    Py_RETURN_NONE;
-bad:
-    if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_ValueError)) {
-        PyErr_Clear();
-        PyErr_SetString(PyExc_TypeError, "GuardKey.arm(call, keywords, defaults, head_reads): a GuardKey made with hit, "
-                                         "a callable, {name: index}, a () or (default,) per parameter, a read per head");
-    }
-    return NULL;
-}
-
-static PyObject *gk_get_live(PyObject *op, void *unused) { return PyBool_FromLong(((GuardKey *)op)->live); }
-
-static int gk_set_live(PyObject *op, PyObject *value, void *unused) {
-    int t = value ? PyObject_IsTrue(value) : 0;
-    if (t < 0) return -1;
-    ((GuardKey *)op)->live = t;
-    return 0;
-}
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *key, *grid;  /* an armed GuardKey; the grid kernel[grid] was given */
-} GuardCall;
-
-static PyTypeObject *guard_key_type, *guard_call_type;
-static PyObject *s_keyed;
-
-/* The generated call's answer to call(grid, *args, **kwargs), with _launcher_keyed=keyed where
- * the C call got that far (a miss: key()'s answer; NotImplemented: the hit declined). */
-static PyObject *gc_general(PyObject *call, PyObject *grid, PyObject *args, PyObject *kwargs, PyObject *keyed) {
-    Py_ssize_t n = PyTuple_Size(args);
-    PyObject *argv = PyTuple_New(1 + n), *kw = NULL, *result = NULL;
-    if (!argv) return NULL;
-    PyTuple_SetItem(argv, 0, Py_NewRef(grid));
-    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SetItem(argv, 1 + i, Py_NewRef(PyTuple_GetItem(args, i)));
-    if (keyed) {
-        if (!(kw = kwargs ? PyDict_Copy(kwargs) : PyDict_New()) || PyDict_SetItem(kw, s_keyed, keyed) < 0) goto done;
-    }
-    result = PyObject_Call(call, argv, keyed ? kw : kwargs);
-done:
-    Py_DECREF(argv);
-    Py_XDECREF(kw);
-    return result;
-}
-
-#define GC_HEADS 16  /* heads read on the stack; more are allocated */
-
-static PyObject *gcall_call(PyObject *op, PyObject *args, PyObject *kwargs) {
-    GuardCall *self = (GuardCall *)op;
-    GuardKey *key = (GuardKey *)self->key;
-    PyObject *call = Py_XNewRef(key->call), *grid = self->grid, *result = NULL, *keyed = NULL;
-    if (!call) { PyErr_SetString(PyExc_TypeError, "the guard's call is gone"); return NULL; }
-    Py_INCREF(key);  /* what it reads is held: the code it calls may run anything */
-    PyObject *keywords = Py_NewRef(key->keywords), *defaults = Py_NewRef(key->defaults), *reads = Py_NewRef(key->head_reads);
-    const Py_ssize_t n = key->n, nh = key->heads;
-    PyObject *vstack[GK_STACK], **values = n <= GK_STACK ? vstack : PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
-    PyObject *hstack[GC_HEADS] = {NULL}, **heads = nh <= GC_HEADS ? hstack : PyMem_Calloc(nh, sizeof(PyObject *));
-    int bound = 0;
-    if (!values || !heads) { PyErr_NoMemory(); goto done; }
-    if (!key->live) goto general;  /* the guard was taken away since kernel[grid] */
-    bound = bind_call(args, kwargs && PyDict_Size(kwargs) ? kwargs : NULL, keywords, defaults, n, values);
-    if (bound < 0) { bound = 0; goto done; }
-    if (!bound) goto general;  /* launch options, or a call Python's binding refuses: the generated code's */
-    for (Py_ssize_t i = 0; i < nh; i++) {
-        if (head_read(PyTuple_GetItem(reads, i), &heads[i]) < 0) {
-            if (!PyErr_ExceptionMatches(PyExc_Exception)) goto done;
-            PyErr_Clear();  /* the generated code reads it again, and raises */
-            goto general;
-        }
-    }
-    result = gk_hit_core(key, grid, heads, values);
-    if (!result || (result != Py_NotImplemented && !PyTuple_CheckExact(result))) goto done;  /* launched, or raised */
-    keyed = result;
-    result = NULL;
-general:
-    result = gc_general(call, grid, args, kwargs, keyed);
-done:
-    Py_XDECREF(keyed);
-    if (values) { if (bound) release(values, n); if (values != vstack) PyMem_Free(values); }
-    if (heads) { release(heads, nh); if (heads != hstack) PyMem_Free(heads); }
-    Py_DECREF(keywords); Py_DECREF(defaults); Py_DECREF(reads); Py_DECREF(key); Py_DECREF(call);
-    return result;
-}
-
-static int gcall_traverse(PyObject *op, visitproc visit, void *arg) {
-    GuardCall *self = (GuardCall *)op;
-    Py_VISIT(Py_TYPE(op));
-    Py_VISIT(self->key); Py_VISIT(self->grid);
-    return 0;
-}
-
-static int gcall_clear(PyObject *op) {
-    GuardCall *self = (GuardCall *)op;
-    Py_CLEAR(self->key); Py_CLEAR(self->grid);
-    return 0;
-}
-
-static void gcall_dealloc(PyObject *op) { gc_dealloc(op, gcall_clear); }
-
-/* kernel[grid] for an armed GuardKey: a new GuardCall. */
-static PyObject *gcall_new_for(PyObject *key, PyObject *grid) {
-    allocfunc alloc = (allocfunc)PyType_GetSlot(guard_call_type, Py_tp_alloc);
-    GuardCall *self = (GuardCall *)alloc(guard_call_type, 0);
-    if (!self) return NULL;
-    self->key = Py_NewRef(key);
-    self->grid = Py_NewRef(grid);
-    return (PyObject *)self;
-}
-
-static PyObject *gcall_get_grid(PyObject *op, void *unused) { return Py_NewRef(((GuardCall *)op)->grid); }
-static PyObject *gcall_get_key(PyObject *op, void *unused) { return Py_NewRef(((GuardCall *)op)->key); }
-
-static PyGetSetDef gcall_getset[] = {
-    {"grid", gcall_get_grid, NULL, "the grid kernel[grid] was given", NULL},
-    {"key", gcall_get_key, NULL, "the guard's GuardKey", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyType_Slot gcall_slots[] = {
-    {Py_tp_call, gcall_call},
-    GC_SLOTS(gcall),
-    {Py_tp_getset, gcall_getset},
-    {Py_tp_doc, "kernel[grid] while the fast-dispatch guard is on (made by GuardItem): its call binds the "
-                "arguments, reads the key's heads and makes the hit in C, and leaves anything else to the "
-                "guard's generated call."},
-    {0, NULL},
-};
-
-GC_TYPE_SPEC(gcall, GuardCall, 0);
 
 static int gk_clear(PyObject *op) {
     GuardKey *self = (GuardKey *)op;
@@ -1802,8 +1611,6 @@ static int gk_clear(PyObject *op) {
     Py_CLEAR(self->tensor); Py_CLEAR(self->int_key); Py_CLEAR(self->classify); Py_CLEAR(self->no_key);
     Py_CLEAR(self->jit); Py_CLEAR(self->runtime); Py_CLEAR(self->entries); Py_CLEAR(self->stream);
     Py_CLEAR(self->hook_chain); Py_CLEAR(self->check_globals); Py_CLEAR(self->grid3); Py_CLEAR(self->names);
-    self->live = 0;
-    Py_CLEAR(self->call); Py_CLEAR(self->keywords); Py_CLEAR(self->defaults); Py_CLEAR(self->head_reads);
     return 0;
 }
 
@@ -1886,7 +1693,6 @@ static int gk_traverse(PyObject *op, visitproc visit, void *arg) {
     Py_VISIT(self->tensor); Py_VISIT(self->int_key); Py_VISIT(self->classify); Py_VISIT(self->no_key);
     Py_VISIT(self->jit); Py_VISIT(self->runtime); Py_VISIT(self->entries); Py_VISIT(self->stream);
     Py_VISIT(self->hook_chain); Py_VISIT(self->check_globals); Py_VISIT(self->grid3); Py_VISIT(self->names);
-    Py_VISIT(self->call); Py_VISIT(self->keywords); Py_VISIT(self->defaults); Py_VISIT(self->head_reads);
     return 0;
 }
 
@@ -1899,7 +1705,6 @@ static PyObject *gk_get_tensor(PyObject *op, void *unused) {
 
 static PyGetSetDef gk_getset[] = {
     {"tensor", gk_get_tensor, NULL, "the class whose instances are keyed by dtype and alignment", NULL},
-    {"live", gk_get_live, gk_set_live, "whether kernel[grid]'s C call makes the hit (the guard is in front)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1908,8 +1713,6 @@ static PyMethodDef gk_methods[] = {
      "key(*heads, *arguments): (key, *the launch values of the parameters marked out)."},
     {"hit", (PyCFunction)(void (*)(void))gk_hit, METH_FASTCALL,
      "hit(grid, *heads, *arguments): the kernel launched; else key()'s answer, or NotImplemented (the general path's call)."},
-    {"arm", gk_arm, METH_VARARGS,
-     "arm(call, keywords, defaults, head_reads): what kernel[grid]'s C call (GuardCall) needs besides the hit."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1988,8 +1791,6 @@ static PyObject *gi_item(GuardItem *self, PyObject *jit, PyObject *grid) {
     Py_DECREF(current);
     if (!same) {  /* a run set on the kernel since (or the guard's None: unguarded) stays in charge */
         result = gi_fallback(self, jit, grid);
-    } else if (Py_TYPE(call) == guard_key_type && ((GuardKey *)call)->call) {  /* the whole call in C */
-        result = gcall_new_for(call, grid);
     } else if ((PyObject *)Py_TYPE(call) == self->function_type) {
         descrgetfunc get = (descrgetfunc)PyType_GetSlot(Py_TYPE(call), Py_tp_descr_get);
         result = get ? get(call, grid, (PyObject *)Py_TYPE(grid))
@@ -2094,18 +1895,14 @@ static int exec_module(PyObject *m) {
             || !(s_pre_run_hooks = PyUnicode_InternFromString("pre_run_hooks"))
             || !(s_stages = PyUnicode_InternFromString("add_stages_inspection_hook"))
             || !(s_used_globals = PyUnicode_InternFromString("used_global_vals"))
-            || !(s_launch_failed = PyUnicode_InternFromString("_launch_failed"))
-            || !(s_keyed = PyUnicode_InternFromString("_launcher_keyed")))
+            || !(s_launch_failed = PyUnicode_InternFromString("_launch_failed")))
         return -1;
-    PyType_Spec *specs[6] = {&fc_spec, &de_spec, &fl_spec, &gi_spec, &gk_spec, &gcall_spec};
-    const char *names[6] = {"FastCall", "DescEncoder", "FlatLaunch", "GuardItem", "GuardKey", "GuardCall"};
-    for (int i = 0; i < 6; i++) {
+    PyType_Spec *specs[5] = {&fc_spec, &de_spec, &fl_spec, &gi_spec, &gk_spec};
+    const char *names[5] = {"FastCall", "DescEncoder", "FlatLaunch", "GuardItem", "GuardKey"};
+    for (int i = 0; i < 5; i++) {
         PyObject *t = PyType_FromSpec(specs[i]);
         if (!t) return -1;
-        /* held by the module */
-        if (specs[i] == &fl_spec) flat_type = (PyTypeObject *)t;
-        if (specs[i] == &gk_spec) guard_key_type = (PyTypeObject *)t;
-        if (specs[i] == &gcall_spec) guard_call_type = (PyTypeObject *)t;
+        if (specs[i] == &fl_spec) flat_type = (PyTypeObject *)t;  /* held by the module */
         if (PyModule_AddObject(m, names[i], t) < 0) { Py_DECREF(t); return -1; }
     }
     return 0;

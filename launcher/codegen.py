@@ -304,17 +304,14 @@ class GuardEntry(NamedTuple):
 _UNPACK_ENTRY = ", ".join(RESERVED + f for f in GuardEntry._fields) + " = _launcher_e"
 
 GUARD_TEMPLATE = '''\
-def _launcher_call(grid, {params}*, _launcher_keyed=None, **_launcher_options):
-    """kernel[grid](...) through launcher's guard (generated for {name}). kernel[grid]'s C call
-    (launcher._call.GuardCall) binds the arguments, reads the heads and makes the hit itself, and
-    passes what the hit answered as _launcher_keyed to a call it does not finish."""
+def _launcher_call(grid, {params}**_launcher_options):
+    """kernel[grid](...) through launcher's guard (generated for {name})."""
     if not _launcher_LIVE:
         return _launcher_redispatch(grid, _launcher_options, ({names}))
 {never}    if _launcher_options:
         _launcher_keyed = None
-    else:
-        if _launcher_keyed is None:  # the common hit, whole, in one C call (GuardKey.hit: the steps below, carried out)
-            _launcher_keyed = _launcher_HIT(grid, {hit_heads}, {names})
+    else:  # the common hit, whole, in one C call (GuardKey.hit: the steps below, carried out)
+        _launcher_keyed = _launcher_HIT(grid, {hit_heads}, {names})
         if _launcher_keyed.__class__ is not _launcher_tuple:  # a tuple: a miss, keyed as _launcher_KEY keys it
             if _launcher_keyed is not _launcher_DECLINED:
                 return _launcher_keyed  # the kernel launched
@@ -408,53 +405,11 @@ _GUARD_BUILTINS = {**reserved_builtins(RESERVED, tuple, callable, str, frozenset
                    RESERVED + "DECLINED": NotImplemented}  # what GuardKey.hit answers to leave a call to the code below
 
 
-# How a head of a guard's key is read, over the guard's namespace names (the one statement of
-# it: the generated code reads it as head_source renders it, and GuardKey.arm takes it with the
-# names resolved, resolve_reads; launcher._call's head_read carries it out): a tuple
-#   (CALL, f): f()          (ATTR, obj, "name"): obj.name
-#   (OWN, obj, "name", unset): obj.__dict__.get("name", unset)
-#   (CALL2, f, constant, b): f(constant, b)          (VALUE, expression): its value
-CALL, ATTR, OWN, CALL2, VALUE = range(5)
-_READ_NAMES = {CALL: (1,), ATTR: (1,), OWN: (1, 3), CALL2: (1, 3), VALUE: ()}  # the items that are names
-
-
-def head_source(read) -> str:
-    """The expression of a head read (see CALL) in the generated code."""
-    kind, a, *rest = read
-    if kind == CALL:
-        return f"{a}()"
-    if kind == ATTR:
-        return f"{a}.{rest[0]}"
-    if kind == OWN:
-        return f"{a}.__dict__.get({rest[0]!r}, {rest[1]})"
-    if kind == CALL2:
-        return f"{a}({rest[0]!r}, {rest[1]})"
-    return a
-
-
-def resolve_reads(reads, namespace) -> tuple:
-    """The head reads (see CALL) with their names replaced by namespace's values (GuardKey.arm's
-    head_reads); a VALUE's expression is evaluated over namespace."""
-    out = []
-    for read in reads:
-        if read[0] == VALUE:
-            out.append((VALUE, eval(read[1], {"__builtins__": {}}, dict(namespace))))
-        else:
-            out.append(tuple(namespace[x] if i in _READ_NAMES[read[0]] else x for i, x in enumerate(read)))
-    return tuple(out)
-
-
-def hit_reads(knobs) -> list:
-    """How the hit reads a guard's heads (GuardKey's heads, in order; knobs: the reads of the
-    knobs in Triton's key): the device (first: the hit reads it), the kernel's debug flag, the
-    knobs, and the options' key of a call without launch options."""
-    return [(CALL, "_launcher_DEVICE"), (ATTR, "_launcher_JIT", "debug"), *knobs, (VALUE, "()")]
-
-
 def guard_heads(knobs, device="_launcher_dev", options="_launcher_okey") -> list:
-    """The expressions a guard's key starts with, before its arguments' items (hit_reads', with
-    the device and the options' key read before: `device` and `options`)."""
-    return [device, *map(head_source, hit_reads(knobs)[1:-1]), options]
+    """The expressions a guard's key starts with, before its arguments' items (GuardKey's heads):
+    the device (first: the hit reads it), the kernel's debug flag, the knobs in Triton's key, the
+    launch options' key."""
+    return [device, "_launcher_JIT.debug", *knobs, options]
 
 
 def guard_key_params(params, hints=None) -> tuple:
@@ -492,7 +447,7 @@ def guard_source(name: str, params, namespace, knobs=(), hints=None, never=None)
                                  unset_leave=_unset("_launcher_leave", "_launcher_HOOK_CHAIN"),
                                  never=never_check, keyed=", ".join(["_launcher_key", *outs]) + ",",
                                  heads=", ".join(guard_heads(knobs)), bound=bound, passed=", ".join(passed),
-                                 hit_heads=", ".join(map(head_source, hit_reads(knobs))))
+                                 hit_heads=", ".join(guard_heads(knobs, "_launcher_DEVICE()", "()")))
 
 
 def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None, shared=frozenset()):

@@ -17,18 +17,14 @@ a descriptor there sends the call to Triton's path before anything is classified
 Triton reads from the environment on every call (3.9's fpsan_homomorphic_casts) is keyed by
 what decides its value (triton_adapter.knob_source), not through its descriptor.
 
-While the guard is on, JITFunction.__getitem__ (launcher._call.GuardItem, in C) makes
-kernel[grid] the guard's call in C (launcher._call.GuardCall, where Triton builds a lambda that
-calls run with keywords), and JITFunction.run is the guard's `run` (what autotuners, heuristics
-and warmup() call).
+While the guard is on, JITFunction.__getitem__ (launcher._call.GuardItem, in C) binds the grid
+to the guard's generated `call` (a bound method, where Triton builds a lambda that calls run
+with keywords), and JITFunction.run
+is the guard's `run` (what autotuners, heuristics and warmup() call).
 
 The key and the common hit (no launch options, no hook set) are C calls made for each guarded
 kernel (launcher._call.GuardKey), which carry out the rules stated here and in
 launcher.specialization; the generated code is the general path, and the home of the sequence.
-kernel[grid](...) is one C call on a hit: it binds the arguments as the generated signature
-binds them, reads the key's heads as the generated code reads them (codegen.hit_reads, the one
-statement of them) and makes the hit; anything else (launch options, a binding Python refuses,
-a miss, a hook set) goes to the generated call, with the key already made.
 On a hit the guard launches the compiled kernel recorded for that key, through its launcher
 (or, where that kernel's launcher has one, in one C call that packs and launches:
 CudaLauncher.flat_launch): the grid is evaluated as Triton evaluates it, the
@@ -236,7 +232,7 @@ class Guard:
         self.entries: dict = {}
         self._stock: dict = {}  # keys whose kernel Triton's stock launcher launches -> the kernel's hash
         self._find = _finder()
-        self._cells, self._settled, self.call, self._keys = None, False, None, None
+        self._cells, self._settled, self.call = None, False, None
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
         self._unusual = _why_unguarded(jit, params)
@@ -251,7 +247,6 @@ class Guard:
                                                          ns, knobs, _hints(params, example),
                                                          never[0] if never is not None else None, shared)
             self._cells = codegen.cells(self.run, self.call)  # what both read of ns: _settle and attach change it
-            self._arm(self._first_keys)
         jit.__dict__[_GUARD] = self
         self._put_in_front()
 
@@ -273,7 +268,7 @@ class Guard:
         jit = self.jit.__dict__
         jit["run"] = self.run
         if self.call is not None:
-            jit[_CALL] = (self.run, self._keys)  # kernel[grid] is the armed GuardKey's C call (GuardCall)
+            jit[_CALL] = (self.run, self.call)
             self._set("_launcher_LIVE", True)
         else:  # an unguarded kernel: kernel[grid] is Triton's (read without an exception)
             jit[_CALL] = (None, None)
@@ -288,24 +283,6 @@ class Guard:
         jit.pop(_CALL, None)
         if self._cells is not None:
             self._set("_launcher_LIVE", False)
-
-    def _arm(self, keys):
-        """Make the GuardKey `keys` (made by _keyer) the one the generated code calls and
-        kernel[grid]'s whole call in C: the generated call takes what it does not finish, the
-        parameters bind as the generated signature binds them, the heads are read as the
-        generated code reads them (codegen.hit_reads, over the current namespace)."""
-        params = A.jit_parameters(self.jit)
-        keys.arm(self.call, {p.name: i for i, p in enumerate(params)},
-                 tuple((self._ns[f"_launcher_DEFAULT_{i}"],) if f"_launcher_DEFAULT_{i}" in self._ns else ()
-                       for i in range(len(params))),
-                 codegen.resolve_reads(codegen.hit_reads(self._knob_reads), self._ns))
-        keys.live = self._ns["_launcher_LIVE"]
-        self._set("_launcher_KEY", keys.key)
-        self._set("_launcher_HIT", keys.hit)
-        old, self._keys = self._keys, keys
-        jit = self.jit.__dict__
-        if old is not None and jit.get(_CALL) == (self.run, old):
-            jit[_CALL] = (self.run, keys)
 
     def _keyer(self, tensor):
         """Put in ns the C calls that key the guard's arguments and make its common hit whole
@@ -331,14 +308,13 @@ class Guard:
             "_launcher_grid3": grid3,
             "_launcher_HITS": _hits,
         }
-        knobs = self._knob_reads = _knobs(ns)
-        self._ns = ns  # what the generated code reads (_set keeps it current): _arm reads the heads' objects in it
+        knobs = _knobs(ns)
         hit = {"jit": self.jit, "runtime": ns["_launcher_RT"], "entries": self.entries, "stream": stream,
                "hook_chain": ns["_launcher_HOOK_CHAIN"], "check_globals": A.check_used_globals, "grid3": grid3,
                "names": tuple(p.name for p in params), "fields": {f: i for i, f in enumerate(codegen.GuardEntry._fields)}}
         self._key_spec = (codegen.guard_key_params(_guard_params(params), _hints(params, example)),
                           len(codegen.guard_heads(knobs)), hit)
-        keyer = self._first_keys = self._keyer(tensor)
+        keyer = self._keyer(tensor)
         ns["_launcher_KEY"], ns["_launcher_HIT"] = keyer.key, keyer.hit
         # read once per call: globals shared by every guard (the key call, read first, stays in a cell)
         shared = {"_launcher_RT", "_launcher_FALLBACKS", "_launcher_check_globals", "_launcher_hooks_set", "_launcher_grid3",
@@ -354,22 +330,17 @@ class Guard:
         if self._cells is None:
             self._settled = True
             return
-        device = A.fast_device_getter(self._made_with[1])
-        changed = device is not self._ns["_launcher_DEVICE"]
-        self._set("_launcher_DEVICE", device)
+        self._set("_launcher_DEVICE", A.fast_device_getter(self._made_with[1]))
         torch = sys.modules.get("torch")
         if self._made_with[3] is _NoTensor and torch is not None:
+            keyer = self._keyer(torch.Tensor)
+            self._set("_launcher_KEY", keyer.key)
+            self._set("_launcher_HIT", keyer.hit)
             self._made_with = self._made_with[:3] + (torch.Tensor,)
-            changed = True
-        if changed:  # the C call reads the device getter and keys that class's tensors inline
-            self._arm(self._keyer(self._made_with[3]))
         self._settled = A.device_getter_is_final(self._made_with[1]) and self._made_with[3] is not _NoTensor
 
     def _set(self, name, value):
         """Change what the generated run and call read as `name` (a name they do not read has no cell)."""
-        self._ns[name] = value
-        if name == "_launcher_LIVE" and self._keys is not None:
-            self._keys.live = value
         cell = self._cells.get(name)
         if cell is not None:
             cell.cell_contents = value
@@ -469,19 +440,19 @@ def _guard_params(params) -> list:
 
 
 def _knobs(ns) -> list:
-    """How the knobs in Triton's cache key (A.dispatch_knobs) are read into the guard's key
-    (codegen's head reads); what they read is put in ns."""
+    """The expressions of the knobs in Triton's cache key (A.dispatch_knobs), in the guard's key;
+    what they read is put in ns."""
     knobs = []
     for i, (holder, attr) in enumerate(A.dispatch_knobs()):
         ns[f"_launcher_KNOB_{i}"] = holder
         source = A.knob_source(holder, attr)
         if source is None:
-            knobs.append((codegen.ATTR, f"_launcher_KNOB_{i}", attr))
+            knobs.append(f"_launcher_KNOB_{i}.{attr}")
         else:  # what decides its value: the holder's own setting, else the environment's
             read, (env_key, default) = source
             ns[f"_launcher_KREAD_{i}"], ns[f"_launcher_KDEFAULT_{i}"], ns["_launcher_UNSET"] = read, default, _UNSET
-            knobs += [(codegen.OWN, f"_launcher_KNOB_{i}", attr, "_launcher_UNSET"),
-                      (codegen.CALL2, f"_launcher_KREAD_{i}", env_key, f"_launcher_KDEFAULT_{i}")]
+            knobs += [f"_launcher_KNOB_{i}.__dict__.get({attr!r}, _launcher_UNSET)",
+                      f"_launcher_KREAD_{i}({env_key!r}, _launcher_KDEFAULT_{i})"]
     return knobs
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import launcher
-from launcher import CudaLauncher, _call, codegen, fast_dispatch
+from launcher import CudaLauncher, codegen, fast_dispatch
 from launcher.fast_dispatch import Guard
 from cpu_triton import FakeTensor, recording_flat_launch
 
@@ -470,11 +470,6 @@ def _stream0(device):
     return 0x5EA
 
 
-def _is_guard_call(bound, guard, grid) -> bool:
-    """Whether kernel[grid] gave the guard's whole call in C (launcher._call.GuardCall) for `grid`."""
-    return isinstance(bound, _call.GuardCall) and bound.key is guard._keys and bound.grid == grid
-
-
 def test_kernel_grid_binds_the_grid_to_the_guard_and_follows_disable(switched):
     """While the guard is on, kernel[grid] is the guard's call with the grid bound (after the
     kernel's first run put a guard in front of it); a hit launches the bytes Triton's path
@@ -488,7 +483,7 @@ def test_kernel_grid_binds_the_grid_to_the_guard_and_follows_disable(switched):
     guard = guard_kernel.__dict__[fast_dispatch._GUARD]
     assert triton_.runs == 1
     bound = guard_kernel[(2,)]
-    assert _is_guard_call(bound, guard, (2,))
+    assert isinstance(bound, types.MethodType) and bound.__func__ is guard.call and bound.__self__ == (2,)
     hits = fast_dispatch.stats()["hits"]
     bound(*args, BLOCK=64)
     assert triton_.runs == 1 and fast_dispatch.stats()["hits"] == hits + 1
@@ -497,14 +492,14 @@ def test_kernel_grid_binds_the_grid_to_the_guard_and_follows_disable(switched):
     assert jit_cls.__dict__.get("__getitem__") is own_getitem
     bound(*args, BLOCK=64)  # taken while on, called after: Triton's own dispatch
     assert triton_.runs == 2 and fast_dispatch.stats()["hits"] == hits + 1
-    assert not isinstance(guard_kernel[(2,)], _call.GuardCall)
+    assert not isinstance(guard_kernel[(2,)], types.MethodType)
 
 
-def test_kernel_grid_in_c_binds_as_python_and_leaves_the_rest_to_the_generated_call(switched):
-    """kernel[grid](...) is one C call (GuardCall): it binds positional and keyword arguments as
-    the generated signature does, reads the heads and makes the hit; launch options, a call
-    Python's binding refuses, a head that fails to read and a miss go to the generated call,
-    which raises what Python raises and keys a miss no second time."""
+def test_kernel_grid_binds_as_python_and_keys_a_miss_once(switched):
+    """kernel[grid](...) under the guard takes positional and keyword arguments as the kernel's
+    signature does (each form a hit), refuses what Python's binding refuses with its TypeError,
+    and keys a miss once (the C hit's key goes to the general path); launch options are keyed by
+    the general path."""
     triton_, jit_cls, args = switched
     fast_dispatch.enable()
     guard_kernel[(2,)](*args, BLOCK=64)  # the first run puts the guard in front (a miss)
@@ -519,7 +514,7 @@ def test_kernel_grid_in_c_binds_as_python_and_leaves_the_rest_to_the_generated_c
     for call_args, kwargs, error in [(args, {}, "BLOCK"), ((*args, 64, 1), {}, "positional"),
                                      (args, {"BLOCK": 64, "x": args[0]}, "multiple values"),
                                      ((), {"BLOCK": 64}, "required")]:
-        with pytest.raises(TypeError, match=error):  # Python's binding of the generated call says why
+        with pytest.raises(TypeError, match=error):
             guard_kernel[(2,)](*call_args, **kwargs)
     key = codegen.cells(guard.call)["_launcher_KEY"]
     real_key, keyed = key.cell_contents, []
@@ -528,46 +523,10 @@ def test_kernel_grid_in_c_binds_as_python_and_leaves_the_rest_to_the_generated_c
         misses = fast_dispatch.stats()["misses"]
         guard_kernel[(2,)](*args[:1], 17, *args[2:], BLOCK=64)  # n=17: a new key, a miss
         assert fast_dispatch.stats()["misses"] == misses + 1 and triton_.runs == runs + 1 and keyed == []
-        guard_kernel[(2,)](*args, BLOCK=64, num_warps=4)  # launch options: the generated call keys
+        guard_kernel[(2,)](*args, BLOCK=64, num_warps=4)  # launch options: the general path keys
         assert keyed == [1]
     finally:
         key.cell_contents = real_key
-    device = guard._ns["_launcher_DEVICE"]
-
-    def broken_device():
-        raise RuntimeError("no device here")
-
-    guard._set("_launcher_DEVICE", broken_device)
-    guard._arm(guard._keys)  # arm reads the device getter from the namespace: a broken one
-    try:
-        with pytest.raises(RuntimeError, match="no device here"):  # raised by the generated call
-            guard_kernel[(2,)](*args, BLOCK=64)
-    finally:
-        guard._set("_launcher_DEVICE", device)
-        guard._arm(guard._keys)
-    guard_kernel[(2,)](*args, BLOCK=64)
-    assert fast_dispatch.stats()["hits"] == hits + 5
-
-
-def test_kernel_grid_in_c_holds_no_reference_after_it_returns(switched):
-    """GuardCall's hits, declined calls, misses and refusals leave every reference count as it was."""
-    import sys
-    triton_, jit_cls, args = switched
-    fast_dispatch.enable()
-    guard_kernel[(2,)](*args, BLOCK=64)
-    guard = guard_kernel.__dict__[fast_dispatch._GUARD]
-    grid, x = (2,), args[0]
-    calls = [(args, {"BLOCK": 64}), ((), dict(zip(("x", "n", "m", "k", "scale", "t", "opt"), args), BLOCK=64)),
-             (args, {"BLOCK": 64, "num_warps": 4})]
-    for a, kw in calls:  # warm: every entry made
-        guard_kernel[grid](*a, **kw)
-    before = [sys.getrefcount(o) for o in (grid, x, guard._keys, guard.call, 64, 0.5)]
-    for _ in range(200):
-        for a, kw in calls:
-            guard_kernel[grid](*a, **kw)
-        with pytest.raises(TypeError):
-            guard_kernel[grid](*args)
-    assert [sys.getrefcount(o) for o in (grid, x, guard._keys, guard.call, 64, 0.5)] == before
 
 
 def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
@@ -877,7 +836,7 @@ def test_kernel_grid_leaves_a_run_set_by_the_user_and_another_getitem_in_charge(
     user_run = guard_kernel.__dict__["run"]
     guard_kernel.run = lambda *a, **kw: calls.append(1) or user_run(*a, **kw)
     guard_kernel[(1,)](*args, BLOCK=64)
-    assert calls == [1] and not isinstance(guard_kernel[(1,)], _call.GuardCall)
+    assert calls == [1] and not isinstance(guard_kernel[(1,)], types.MethodType)
     fast_dispatch.disable()
     assert guard_kernel.__dict__["run"] is not user_run, "disable() took away the user's run"
     _forget_guard(guard_kernel)
@@ -915,13 +874,13 @@ def test_kernel_grid_in_c_reads_as_the_attributes_do(switched):
     guard_kernel[(1,)](*args, BLOCK=64)  # the first run puts the guard in front (a miss)
     guard = guard_kernel.__dict__[fast_dispatch._GUARD]
     bound = guard_kernel.__getitem__((3,))  # as an attribute: bound to the kernel like a method
-    assert _is_guard_call(bound, guard, (3,))
-    assert not isinstance(guard_kernel[None], _call.GuardCall)  # Triton's, which fails later as it does
+    assert isinstance(bound, types.MethodType) and bound.__func__ is guard.call and bound.__self__ == (3,)
+    assert not isinstance(guard_kernel[None], types.MethodType)  # Triton's, which fails later as it does
     grid = (1,)
-    before = sys.getrefcount(grid), sys.getrefcount(guard._keys)
+    before = sys.getrefcount(grid), sys.getrefcount(guard.call)
     for _ in range(1000):
         guard_kernel[grid]
-    assert (sys.getrefcount(grid), sys.getrefcount(guard._keys)) == before
+    assert (sys.getrefcount(grid), sys.getrefcount(guard.call)) == before
     with pytest.raises(TypeError):
         item(guard_kernel)  # not kernel[grid]: Triton's own __getitem__ says why
     hits = fast_dispatch.stats()["hits"]
@@ -938,7 +897,7 @@ def test_kernel_grid_in_c_reads_as_the_attributes_do(switched):
 
     sub = object.__new__(Sub)
     sub.__dict__.update(guard_kernel.__dict__)
-    assert _is_guard_call(sub[(2,)], guard, (2,)) and Sub.reads == 1
+    assert isinstance(sub[(2,)], types.MethodType) and sub[(2,)].__func__ is guard.call and Sub.reads == 2
 
     class Broken(jit_cls):
         @property
@@ -947,9 +906,9 @@ def test_kernel_grid_in_c_reads_as_the_attributes_do(switched):
 
     broken = object.__new__(Broken)
     broken.__dict__.update(guard_kernel.__dict__)
-    assert not isinstance(broken[(1,)], _call.GuardCall)  # Triton's __getitem__, not an error
+    assert not isinstance(broken[(1,)], types.MethodType)  # Triton's __getitem__, not an error
     fresh = object.__new__(jit_cls)  # no guard attached: Triton's
-    assert not isinstance(fresh[(1,)], _call.GuardCall)
+    assert not isinstance(fresh[(1,)], types.MethodType)
     assert fast_dispatch._plain(jit_cls) and not fast_dispatch._plain(Sub) and not fast_dispatch._plain(Broken)
 
 

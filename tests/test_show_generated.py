@@ -52,7 +52,7 @@ def test_the_printed_guard_is_the_code_a_guard_runs():
 def test_a_module_by_name_and_under_decorators(monkeypatch, capsys):
     monkeypatch.syspath_prepend(HERE)
     assert main(["kernels:add_kernel"]) == 0
-    assert "def _launcher_call(grid, x_ptr, y_ptr, out_ptr, n, BLOCK, *, _launcher_keyed=None, **_launcher_options):" in capsys.readouterr().out
+    assert "def _launcher_call(grid, x_ptr, y_ptr, out_ptr, n, BLOCK, **_launcher_options):" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("target, message", [
