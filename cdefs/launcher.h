@@ -57,50 +57,31 @@ enum {
 /* The CUDA driver's numbers launcher uses (cuda.h's enums, CUDA 12/13), written here only:
  * launcher.c uses some, Python reads the others as lib.NAME (tests/test_header_codes.py holds
  * them to cuda.bindings' own).  Python asks cuda.bindings only for numbers not named here. */
-enum {
-    /* CUresult */
-    CUDA_SUCCESS = 0,
-    CUDA_ERROR_INVALID_VALUE = 1,
-    CUDA_ERROR_DEINITIALIZED = 4,          /* these three: a module unloaded at process teardown */
-    CUDA_ERROR_INVALID_CONTEXT = 201,
-    CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
-    /* CUpointer_attribute and CUmemorytype (the pointer checks) */
-    CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
-    CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,
-    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
-    CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
-    CU_MEMORYTYPE_DEVICE = 2,
-    /* CUfunction_attribute (a kernel's load) */
-    CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
-    CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
-    CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
-    CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
-    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
-    CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
-    CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE = 17,  /* CUDA 13.1+ */
-    /* CUdevice_attribute */
-    CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
-    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
-    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
-    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
-    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
-    CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK = 150,  /* CUDA 13.1+ */
-    /* CUfunc_cache */
-    CU_FUNC_CACHE_PREFER_SHARED = 1,
-    /* launch attribute values: CUclusterSchedulingPolicy, CUsharedMemoryMode (13.1+) */
-    CU_CLUSTER_SCHEDULING_POLICY_SPREAD = 1,
-    CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED_SHARED_MEMORY = 3,
-    /* cuTensorMapEncodeTiled's enums: the data types Triton's device numbering maps to other
-     * numbers on the host, and the options Triton encodes with */
-    CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8,
-    CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
-    CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ = 10,
-    CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 = 11,
-    CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
-    CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
-    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
-    CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1
-};
+/* CUresult (the last three: a module unloaded at process teardown) */
+enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1,
+       CUDA_ERROR_DEINITIALIZED = 4, CUDA_ERROR_INVALID_CONTEXT = 201, CUDA_ERROR_CONTEXT_IS_DESTROYED = 709 };
+/* CUpointer_attribute and CUmemorytype (the pointer checks) */
+enum { CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2, CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,
+       CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11, CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12, CU_MEMORYTYPE_DEVICE = 2 };
+/* CUfunction_attribute (a kernel's load; SHARED_MEMORY_MODE: CUDA 13.1+) */
+enum { CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+       CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3, CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
+       CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE = 17 };
+/* CUdevice_attribute (MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK: CUDA 13.1+) */
+enum { CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+       CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+       CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK = 150 };
+/* CUfunc_cache; launch attribute values: CUclusterSchedulingPolicy, CUsharedMemoryMode (13.1+) */
+enum { CU_FUNC_CACHE_PREFER_SHARED = 1, CU_CLUSTER_SCHEDULING_POLICY_SPREAD = 1,
+       CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED_SHARED_MEMORY = 3 };
+/* cuTensorMapEncodeTiled's enums: the data types Triton's device numbering maps to other
+ * numbers on the host, and the options Triton encodes with */
+enum { CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+       CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ = 10, CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 = 11,
+       CU_TENSOR_MAP_INTERLEAVE_NONE = 0, CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
+       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0, CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1 };
 
 /* Launch attributes the plan may carry (CUlaunchAttributeID values, CUDA 12/13). */
 enum {
