@@ -913,24 +913,19 @@ static PyMethodDef fc_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-/* The slots of every garbage-collected type here (each one a C type of this module): prefix_traverse, prefix_clear and prefix_dealloc
- * (gc_dealloc with prefix_clear). */
-#define GC_SLOTS(prefix) \
-    {Py_tp_traverse, prefix##_traverse}, {Py_tp_clear, prefix##_clear}, {Py_tp_dealloc, prefix##_dealloc}
-/* The spec of the garbage-collected type `Type` of this module, its slots prefix_slots, with `flags`. */
-#define GC_TYPE_SPEC(prefix, Type, flags) \
+/* A garbage-collected type of this module, launcher._call.Type: its slots prefix_slots (the
+ * type's own, given after its doc; prefix_traverse, prefix_clear and prefix_dealloc, which is
+ * gc_dealloc with prefix_clear; the doc) and its spec prefix_spec, with `flags`. */
+#define GC_TYPE(prefix, Type, flags, doc, ...) \
+    static PyType_Slot prefix##_slots[] = { \
+        __VA_ARGS__, {Py_tp_traverse, prefix##_traverse}, {Py_tp_clear, prefix##_clear}, \
+        {Py_tp_dealloc, prefix##_dealloc}, {Py_tp_doc, doc}, {0, NULL}}; \
     static PyType_Spec prefix##_spec = { \
         "launcher._call." #Type, sizeof(Type), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | (flags), prefix##_slots}
 
-static PyType_Slot fc_slots[] = {
-    {Py_tp_call, fc_call},
-    GC_SLOTS(fc),
-    {Py_tp_methods, fc_methods},
-    {Py_tp_doc, "The C call of a prepared launch: p() and p(*args) (base of launcher.prepared.PreparedLaunch)."},
-    {0, NULL},
-};
-
-GC_TYPE_SPEC(fc, FastCall, Py_TPFLAGS_BASETYPE);
+GC_TYPE(fc, FastCall, Py_TPFLAGS_BASETYPE,
+        "The C call of a prepared launch: p() and p(*args) (base of launcher.prepared.PreparedLaunch).",
+        {Py_tp_call, fc_call}, {Py_tp_methods, fc_methods});
 
 /* ---- the flat launch of a kernel launcher.fast_dispatch and bundles have chosen ----
  *
@@ -1068,16 +1063,10 @@ static PyMethodDef fl_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyType_Slot fl_slots[] = {
-    {Py_tp_new, fl_new},
-    GC_SLOTS(fl),
-    {Py_tp_methods, fl_methods},
-    {Py_tp_doc, "FlatLaunch(plan, plan_keep, launch, size, checks, dry_run=0, out_size=0, record=None): "
-                "one shape's pack and launch in C (launcher.cuda_launcher)."},
-    {0, NULL},
-};
-
-GC_TYPE_SPEC(fl, FlatLaunch, 0);
+GC_TYPE(fl, FlatLaunch, 0,
+        "FlatLaunch(plan, plan_keep, launch, size, checks, dry_run=0, out_size=0, record=None): "
+        "one shape's pack and launch in C (launcher.cuda_launcher).",
+        {Py_tp_new, fl_new}, {Py_tp_methods, fl_methods});
 
 /* ---- host tensor descriptors: launcher.tensormap.DescriptorEncoder's common call in C ----
  *
@@ -1242,17 +1231,10 @@ static PyMethodDef de_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyType_Slot de_slots[] = {
-    {Py_tp_new, de_new},
-    {Py_tp_call, de_call},
-    GC_SLOTS(de),
-    {Py_tp_methods, de_methods},
-    {Py_tp_doc, "DescEncoder(fallback, ndim, check_tf32): a host tensor descriptor's values, encoded in C "
-                "(launcher.tensormap.DescriptorEncoder)."},
-    {0, NULL},
-};
-
-GC_TYPE_SPEC(de, DescEncoder, 0);
+GC_TYPE(de, DescEncoder, 0,
+        "DescEncoder(fallback, ndim, check_tf32): a host tensor descriptor's values, encoded in C "
+        "(launcher.tensormap.DescriptorEncoder).",
+        {Py_tp_new, de_new}, {Py_tp_call, de_call}, {Py_tp_methods, de_methods});
 
 /* ---- a guarded kernel[grid] call: its key, and its hit ----
  *
@@ -1314,11 +1296,19 @@ typedef struct {
     /* hit: all set, or none */
     PyObject *jit, *runtime, *entries, *stream, *hook_chain, *check_globals, *grid3, *names;
     Py_ssize_t fields[F_COUNT];
+    PyObject *last;  /* (key, entry) of the last hit, or NULL */
 } GuardKey;
 
 static PyObject *s_hash, *s_device_caches, *s_pre_run_hooks, *s_stages, *s_used_globals, *s_launch_failed;
 static PyTypeObject *flat_type;  /* launcher._call.FlatLaunch: its launch is called directly */
 static unsigned long long guard_hit_count;
+
+static void release(PyObject **values, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) Py_CLEAR(values[i]);
+}
+
+#define GK_STACK 64  /* parameters whose launch values live on the stack; more are allocated */
+#define GK_ITEMS (8 + 2 * GK_STACK)  /* key items on the stack; more are allocated */
 
 /* Whether the address `p` (data_ptr()'s answer) has no bit of `mask` set: 1, 0, or -1 with an error. */
 static int gk_aligned(PyObject *p, unsigned long long mask) {
@@ -1335,14 +1325,15 @@ static int gk_aligned(PyObject *p, unsigned long long mask) {
     return t < 0 ? -1 : !t;
 }
 
-/* The key of a call (heads: self->heads values, args: self->n arguments): a new tuple, a new
- * reference to the NoKey instance that stands for it, or NULL with an error.  values[i] gets a
- * new reference to a tensor argument's data_ptr() (NULL for other arguments: the launch value
- * is the argument); the caller releases them, also after an error. */
-static PyObject *gk_build(GuardKey *self, PyObject *const *heads, PyObject *const *args, PyObject **values) {
-    PyObject *key = PyTuple_New(self->heads + 2 * self->n);
-    if (!key) return NULL;
-    for (Py_ssize_t i = 0; i < self->heads; i++) PyTuple_SetItem(key, i, Py_NewRef(heads[i]));
+/* The key's items of a call (heads: self->heads values, args: self->n arguments), as new
+ * references in items[0 .. heads + 2n): 0; or 1 where an argument of a class that never keys
+ * was found (*nokey: a new reference to the NoKey instance that stands for the key; no items
+ * are left); or -1 with an error (no items left).  values[i] gets a new reference to a tensor
+ * argument's data_ptr() (NULL for other arguments: the launch value is the argument); the caller
+ * releases them, also after an error. */
+static int gk_items(GuardKey *self, PyObject *const *heads, PyObject *const *args, PyObject **items, PyObject **values,
+                    PyObject **nokey) {
+    for (Py_ssize_t i = 0; i < self->heads; i++) items[i] = Py_NewRef(heads[i]);
     Py_ssize_t at = self->heads;
     for (Py_ssize_t i = 0; i < self->n; i++, at += 2) {
         const gk_param *p = &self->params[i];
@@ -1376,24 +1367,52 @@ static PyObject *gk_build(GuardKey *self, PyObject *const *heads, PyObject *cons
                                              p->align ? Py_True : Py_False, self->tensor, NULL);
             if (!k) goto error;
             if ((PyObject *)Py_TYPE(k) == self->no_key) {  /* never keys: the NoKey stands for the key */
-                Py_DECREF(key);
-                return k;
+                release(items, at);
+                *nokey = k;
+                return 1;
             }
         }
-        PyTuple_SetItem(key, at, k);
-        PyTuple_SetItem(key, at + 1, d ? d : Py_NewRef(Py_None));
+        items[at] = k;
+        items[at + 1] = d ? d : Py_NewRef(Py_None);
     }
-    return key;
+    return 0;
 error:
-    Py_DECREF(key);
-    return NULL;
+    release(items, at);
+    return -1;
 }
 
-static void release(PyObject **values, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) Py_CLEAR(values[i]);
+/* The key tuple of items (gk_items'), whose references it takes; NULL with an error (the items released). */
+static PyObject *gk_tuple(PyObject **items, Py_ssize_t n) {
+    PyObject *key = PyTuple_New(n);
+    if (!key) { release(items, n); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) { PyTuple_SetItem(key, i, items[i]); items[i] = NULL; }
+    return key;
 }
 
-#define GK_STACK 64  /* parameters whose launch values live on the stack; more are allocated */
+/* The key of a call: a new tuple, a new reference to the NoKey instance that stands for it, or
+ * NULL with an error (values: as gk_items). */
+static PyObject *gk_build(GuardKey *self, PyObject *const *heads, PyObject *const *args, PyObject **values) {
+    const Py_ssize_t size = self->heads + 2 * self->n;
+    PyObject *stack[GK_ITEMS], **items = size <= GK_ITEMS ? stack : PyMem_Calloc(size, sizeof(PyObject *)), *key;
+    if (!items) return PyErr_NoMemory();
+    int r = gk_items(self, heads, args, items, values, &key);
+    if (r == 0) key = gk_tuple(items, size);
+    else if (r < 0) key = NULL;
+    if (items != stack) PyMem_Free(items);
+    return key;
+}
+
+/* Whether key (a tuple) holds exactly items (as a dict lookup compares keys: identity, else ==): 1, 0, -1 with an error. */
+static int gk_same(PyObject *key, PyObject *const *items, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyTuple_GetItem(key, i);
+        if (k == items[i]) continue;
+        int r = PyObject_RichCompareBool(k, items[i], Py_EQ);
+        if (r <= 0) return r;
+    }
+    return 1;
+}
+
 
 /* (key, *the out parameters' launch values): what key() answers, and hit() where it keys a call it
  * does not launch.  Steals `key`; NULL with an error. */
@@ -1558,17 +1577,37 @@ static PyObject *gk_hit(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
             || (r = hook_set(self->runtime, self->hook_chain, s_exit)) != 0)
         goto decline;
     PyObject *const *heads = args + 1, *const *arguments = args + 1 + self->heads;
+    const Py_ssize_t size = self->heads + 2 * self->n;
     PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
-    if (!values) return PyErr_NoMemory();
-    PyObject *result = NULL, *entry = NULL, *key = gk_build(self, heads, arguments, values);
-    if (!key) goto general;
-    if ((PyObject *)Py_TYPE(key) == self->no_key) goto keyed;
-    entry = PyDict_GetItemWithError(self->entries, key);  /* an unhashable key: TypeError, cleared */
-    if (!entry) goto general;
-    Py_INCREF(entry);
+    PyObject *istack[GK_ITEMS], **items = size <= GK_ITEMS ? istack : PyMem_Calloc(size, sizeof(PyObject *));
+    PyObject *result = NULL, *entry = NULL, *key = NULL, *last = NULL;
+    if (!values || !items) { PyErr_NoMemory(); goto out; }
+    r = gk_items(self, heads, arguments, items, values, &key);
+    if (r < 0) goto general;
+    if (r > 0) goto keyed;  /* key: the NoKey */
+    last = self->last ? Py_NewRef(self->last) : NULL;  /* (key, entry) of the last hit */
+    r = last ? gk_same(PyTuple_GetItem(last, 0), items, size) : 0;
+    if (r != 0) {  /* the last hit's key (or a comparison raised: the general path explains) */
+        release(items, size);
+        if (r < 0) goto general;
+        key = Py_NewRef(PyTuple_GetItem(last, 0));
+        entry = Py_NewRef(PyTuple_GetItem(last, 1));
+    } else {
+        if (!(key = gk_tuple(items, size))) goto general;
+        entry = PyDict_GetItemWithError(self->entries, key);  /* an unhashable key: TypeError, cleared */
+        if (!entry) goto general;
+        Py_INCREF(entry);
+    }
     r = PyTuple_Check(entry) ? gk_holds(self, entry, heads[0]) : 0;
     if (r < 0) goto general;
     if (!r) goto keyed;
+    if (!last || PyTuple_GetItem(last, 1) != entry) {  /* remembered for the next call (none where it cannot be) */
+        PyObject *pair = PyTuple_Pack(2, key, entry);
+        if (!pair) PyErr_Clear();
+        PyObject *old = self->last;
+        self->last = pair;
+        Py_XDECREF(old);
+    }
     if (gk_launch(self, entry, heads[0], args[0], arguments, values) == 0)
         result = Py_NewRef(field(self, entry, F_KERNEL));
     goto out;
@@ -1584,9 +1623,10 @@ general:  /* the general path makes the key again, and explains */
     if (key) goto keyed;  /* keyed, but no entry found (or none could be read): the general path looks again */
     result = Py_NewRef(Py_NotImplemented);
 out:
-    Py_XDECREF(key); Py_XDECREF(entry);
-    release(values, self->n);
+    Py_XDECREF(key); Py_XDECREF(entry); Py_XDECREF(last);
+    if (values) release(values, self->n);
     if (values != stack) PyMem_Free(values);
+    if (items != istack) PyMem_Free(items);
     return result;
 decline:
     if (r < 0) {
@@ -1611,6 +1651,7 @@ static int gk_clear(PyObject *op) {
     Py_CLEAR(self->tensor); Py_CLEAR(self->int_key); Py_CLEAR(self->classify); Py_CLEAR(self->no_key);
     Py_CLEAR(self->jit); Py_CLEAR(self->runtime); Py_CLEAR(self->entries); Py_CLEAR(self->stream);
     Py_CLEAR(self->hook_chain); Py_CLEAR(self->check_globals); Py_CLEAR(self->grid3); Py_CLEAR(self->names);
+    Py_CLEAR(self->last);
     return 0;
 }
 
@@ -1693,6 +1734,7 @@ static int gk_traverse(PyObject *op, visitproc visit, void *arg) {
     Py_VISIT(self->tensor); Py_VISIT(self->int_key); Py_VISIT(self->classify); Py_VISIT(self->no_key);
     Py_VISIT(self->jit); Py_VISIT(self->runtime); Py_VISIT(self->entries); Py_VISIT(self->stream);
     Py_VISIT(self->hook_chain); Py_VISIT(self->check_globals); Py_VISIT(self->grid3); Py_VISIT(self->names);
+    Py_VISIT(self->last);
     return 0;
 }
 
@@ -1716,17 +1758,10 @@ static PyMethodDef gk_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyType_Slot gk_slots[] = {
-    {Py_tp_new, gk_new},
-    GC_SLOTS(gk),
-    {Py_tp_methods, gk_methods},
-    {Py_tp_getset, gk_getset},
-    {Py_tp_doc, "GuardKey(params, heads, tensor, int_key, classify, no_key, mask, hit=None): the key and the hit "
-                "of a guarded kernel[grid] call, in C (launcher.fast_dispatch)."},
-    {0, NULL},
-};
-
-GC_TYPE_SPEC(gk, GuardKey, 0);
+GC_TYPE(gk, GuardKey, 0,
+        "GuardKey(params, heads, tensor, int_key, classify, no_key, mask, hit=None): the key and the hit "
+        "of a guarded kernel[grid] call, in C (launcher.fast_dispatch).",
+        {Py_tp_new, gk_new}, {Py_tp_methods, gk_methods}, {Py_tp_getset, gk_getset});
 
 /* ---- kernel[grid] while the fast-dispatch guard is on ----
  *
@@ -1866,19 +1901,11 @@ static PyGetSetDef gi_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyType_Slot gi_slots[] = {
-    {Py_tp_new, gi_new},
-    {Py_tp_call, gi_call},
-    {Py_tp_descr_get, gi_descr_get},
-    GC_SLOTS(gi),
-    {Py_tp_getset, gi_getset},
-    {Py_tp_doc, "GuardItem(triton_getitem, function_type, method_type, call_attribute, plain=None): "
-                "JITFunction.__getitem__ while the "
-                "fast-dispatch guard is on (launcher.fast_dispatch)."},
-    {0, NULL},
-};
-
-GC_TYPE_SPEC(gi, GuardItem, Py_TPFLAGS_METHOD_DESCRIPTOR);  /* kernel[grid] calls it with (kernel, grid), unbound */
+GC_TYPE(gi, GuardItem, Py_TPFLAGS_METHOD_DESCRIPTOR,
+        "GuardItem(triton_getitem, function_type, method_type, call_attribute, plain=None): "
+        "JITFunction.__getitem__ while the fast-dispatch guard is on (launcher.fast_dispatch).",
+        {Py_tp_new, gi_new}, {Py_tp_call, gi_call}, {Py_tp_descr_get, gi_descr_get},
+        {Py_tp_getset, gi_getset});  /* a method descriptor: kernel[grid] calls it with (kernel, grid), unbound */
 
 static int exec_module(PyObject *m) {
     if (!(s_calls = PyUnicode_InternFromString("calls")) || !(s_dtype = PyUnicode_InternFromString("dtype"))

@@ -111,7 +111,7 @@ def hit_setup(answer=None, **entry):
     record = {"flat": [], "direct": [], "failed": [], "grid": [], "globals": 0}
     jit, rt = Jit(), types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=Chain(),
                                            add_stages_inspection_hook=None)
-    entries = {}
+    entries = record["entries"] = {}
 
     def check_globals(j):
         record["globals"] += 1
@@ -171,8 +171,14 @@ def test_a_declined_flat_launch_or_none_goes_to_the_direct_launch_and_a_refusal_
 @pytest.mark.parametrize("change", ["no entry", "hash", "caches", "kernel cache", "pre-run hook", "stages hook",
                                     "enter hook", "exit hook", "unhashable", "huge int", "cannot specialize",
                                     "never keys"])
-def test_the_hit_leaves_the_call_to_the_general_path_before_anything_runs(change):
+@pytest.mark.parametrize("warm", [False, True], ids=["first call", "after a hit"])
+def test_the_hit_leaves_the_call_to_the_general_path_before_anything_runs(change, warm):
+    """Also after a hit (warm), whose key and entry the hit remembers: a change to the call or
+    to what the entry rests on is seen there too."""
     k, record, jit, rt, kernel_cache = hit_setup()
+    if warm:
+        assert k.hit((1,), *HEADS, *CALL) == "KERNEL"
+        record["flat"].clear()
     call = list(CALL)
     if change == "no entry":
         call[1] = 1023
@@ -213,6 +219,22 @@ def test_the_hit_leaves_the_call_to_the_general_path_before_anything_runs(change
     else:  # decided before a key was made, or a key that cannot be made: the general path keys and explains
         assert answer is NotImplemented
     assert not grid_calls and not record["flat"] and not record["direct"] and sys.exc_info() == (None, None, None)
+
+
+def test_calls_of_two_keys_in_turn_each_launch_their_own_entry():
+    """The hit remembers the last hit's key and entry: a call of another key is looked up, not
+    taken for the last one (items equal by value, as the dict compares them, are the same key)."""
+    k, record, _, _, kernel_cache = hit_setup()
+    other = (Tensor(0x1004), 1024, 7, 2.5, 64)  # x not 16-byte aligned: another key
+    entries = record.pop("entries")
+    kernel_cache["tk2"] = "OTHER"
+    entries[k.key(*HEADS, *other)[0]] = entries[k.key(*HEADS, *CALL)[0]]._replace(function=0xF1, kernel="OTHER",
+                                                                                  triton_key="tk2")
+    for _ in range(3):
+        assert k.hit((1,), *HEADS, *CALL) == "KERNEL" and k.hit((1,), *HEADS, *other) == "OTHER"
+        assert k.hit((1,), "dev", "debug", tuple(), *CALL[:4], 16 * 4) == "KERNEL"  # equal, not the same objects
+    assert [f[0] for f in record["flat"]] == [0xF0, 0xF1, 0xF0] * 3
+    assert k.hit((1,), *HEADS, *CALL[:4], 65) is not NotImplemented and len(record["flat"]) == 9  # BLOCK=65: a miss
 
 
 def test_used_globals_are_checked_and_errors_after_the_decision_propagate():
