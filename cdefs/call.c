@@ -1277,7 +1277,12 @@ GC_TYPE(de, DescEncoder, 0,
  * (check_globals, the grid, the stream, the launches) propagate, as they do from the generated
  * code.  Each launch is counted (guard_hits()).
  *
- * Nothing here changes after it is made, so calls on several threads share it. */
+ * The last hit's key and entry are remembered: a call whose key items equal that key's (each as
+ * the dict compares keys: identity, else ==) takes that entry without making the key tuple or
+ * looking it up; whether the entry still holds is tested as for any other.
+ *
+ * Nothing else here changes after it is made; the remembered pair is replaced whole, so calls on
+ * several threads share it (one that replaces it only makes another look its key up). */
 typedef struct {
     char constexpr_, specialize, align, out;
     PyObject *ints;  /* {int: int_key code} of the parameter's (specialize, align); NULL for a constexpr */
