@@ -243,6 +243,7 @@ class BundleKernel:
         self._chooser = None  # made on the first call that needs it
         self._lock = threading.Lock()
         self._cache = {}  # specialization key -> _Entry
+        self._last = [(None, None)]  # the generated call's last (key, entry), read before _cache; release() forgets it
         self._launchers = {}  # variant id -> CudaLauncher
         self._functions = {}  # (variant id, device) -> CUfunction
         self._modules = []  # modules this kernel holds in launcher.module_cache()
@@ -305,7 +306,7 @@ class BundleKernel:
                     key = codegen.bundle_key(a, leaf, torch is not None)
             keys.append(key + ", ")
         positional = sum(1 for p in self.params if not p.keyword_only)
-        namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache,
+        namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache, _launcher_LAST=self._last,
                          _launcher_device=_torch_raw[0] if _torch_raw else _current_device,
                          _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many,
                          _launcher_TENSOR=torch.Tensor if torch is not None else None, _launcher_FLOAT=_FLOAT,
@@ -506,6 +507,7 @@ class BundleKernel:
     def release(self):
         """Let go of the modules this kernel loaded (the next launch loads them again)."""
         with self._lock:
+            self._last[0] = (None, None)
             self._cache.clear()
             self._functions.clear()
             _release(self._modules)

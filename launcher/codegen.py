@@ -535,7 +535,12 @@ def launch(_launcher_grid, /, {signature}):
     _launcher_key = None
     try:
 {prelude}        _launcher_key = ({keys}_launcher_device())
-        _launcher_entry = _launcher_cache[_launcher_key]
+        _launcher_last = _launcher_LAST[0]  # the last call's (key, entry): no hash where the key is the same
+        if _launcher_key == _launcher_last[0]:
+            _launcher_entry = _launcher_last[1]
+        else:
+            _launcher_entry = _launcher_cache[_launcher_key]
+            _launcher_LAST[0] = (_launcher_key, _launcher_entry)
     except _launcher_KeyError:
         return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, _launcher_key)
     except _launcher_Exception:

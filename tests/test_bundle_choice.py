@@ -248,6 +248,30 @@ def test_a_hit_launches_tuples_with_the_addresses_its_key_read(tuples, monkeypat
     assert launched == [(9, 0, (1, 1, 1), A, (U, 7, 3), ((A + 64, 4), (5, 0.5)), 2, 1.5)]
 
 
+def test_the_last_calls_entry_serves_only_its_own_key_and_release_forgets_it(tuples, monkeypatch):
+    """The generated call remembers the last (key, entry) it looked up: a call of another key looks
+    its own up (or takes the slow path), and release() (which unloads the modules) forgets the pair,
+    so the next call takes the slow path, not the released entry."""
+    import types
+
+    fresh, keys, _, _ = recording_call(tuples, monkeypatch, True)
+    out, x, y = FakeTensor(A, tl.float32), FakeTensor(U, tl.float32), FakeTensor(A + 64, tl.float32)
+    calls = [(out, (x, 7, 3), ((y, 4), (5, 0.5)), 2, 1.5), (out, (y, 7, 3), ((y, 4), (5, 0.5)), 2, 1.5)]
+    launched = []
+    for function, call in enumerate(calls):
+        fresh[(1,)](*call)  # the slow path records the key
+        fresh._cache[keys[-1]] = types.SimpleNamespace(adjusts=False, function=function, stream=lambda: 0,
+                                                       flat=lambda f, *a: launched.append(f))  # None: launched
+    assert len(keys) == 2 and keys[0] != keys[1]
+    for _ in range(2):
+        for call in calls + calls[::-1]:
+            fresh[(1,)](*call)
+    assert launched == [0, 1, 1, 0] * 2
+    fresh.release()
+    fresh[(1,)](*calls[0])
+    assert len(keys) == 3 and launched == [0, 1, 1, 0] * 2  # the slow path, not the remembered entry
+
+
 @pytest.mark.parametrize("torch_tensors", [False, True])
 def test_parameters_named_like_builtins_hide_none_the_generated_call_uses(tmp_path, monkeypatch, torch_tensors):
     """A kernel whose parameters are named len, tuple, int, float and str: its generated call
