@@ -28,6 +28,9 @@
 #   demo           python -m launcher demo
 #   profile        bench/quick_profile.py
 #   script FILE    python3 FILE (a probe carried in an ignored folder)
+#   trim           delete everything under $OUT but the bench reports (bench.md): the device tool
+#                  brings back at most 8 files, 2 folders down; a call that runs both releases ends
+#                  each with trim, or their reports may be the files left behind
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -138,6 +141,11 @@ while [ $# -gt 0 ]; do
     script)
       f=$1; shift
       python3 "$f" 2>&1 | tail -80
+      ;;
+    trim)
+      find "$OUT" -type f ! -name bench.md -delete
+      find "$OUT" -depth -type d -empty -delete 2>/dev/null
+      mkdir -p "$OUT"
       ;;
     *)
       echo "unknown phase $phase"; exit 2
