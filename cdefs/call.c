@@ -1279,7 +1279,8 @@ GC_TYPE(de, DescEncoder, 0,
  *
  * The last hit's key and entry are remembered: a call whose key items equal that key's (each as
  * the dict compares keys: identity, else ==) takes that entry without making the key tuple or
- * looking it up; whether the entry still holds is tested as for any other.
+ * looking it up; whether the entry still holds is tested as for any other, and where it no
+ * longer does, the key is looked up (the guard may have recorded a newer entry for it).
  *
  * Nothing else here changes after it is made; the remembered pair is replaced whole, so calls on
  * several threads share it (one that replaces it only makes another look its key up). */
@@ -1597,15 +1598,19 @@ static PyObject *gk_hit(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
         if (r < 0) goto general;
         key = Py_NewRef(PyTuple_GetItem(last, 0));
         entry = Py_NewRef(PyTuple_GetItem(last, 1));
-    } else {
-        if (!(key = gk_tuple(items, size))) goto general;
+        if ((r = gk_holds(self, entry, heads[0])) < 0) goto general;
+        if (!r) Py_CLEAR(entry);  /* no longer holds: the guard may have recorded a newer entry for the key */
+    } else if (!(key = gk_tuple(items, size))) {
+        goto general;
+    }
+    if (!entry) {
         entry = PyDict_GetItemWithError(self->entries, key);  /* an unhashable key: TypeError, cleared */
         if (!entry) goto general;
         Py_INCREF(entry);
+        r = PyTuple_Check(entry) ? gk_holds(self, entry, heads[0]) : 0;
+        if (r < 0) goto general;
+        if (!r) goto keyed;
     }
-    r = PyTuple_Check(entry) ? gk_holds(self, entry, heads[0]) : 0;
-    if (r < 0) goto general;
-    if (!r) goto keyed;
     if (!last || PyTuple_GetItem(last, 1) != entry) {  /* remembered for the next call (none where it cannot be) */
         PyObject *pair = PyTuple_Pack(2, key, entry);
         if (!pair) PyErr_Clear();

@@ -237,6 +237,23 @@ def test_calls_of_two_keys_in_turn_each_launch_their_own_entry():
     assert k.hit((1,), *HEADS, *CALL[:4], 65) is not NotImplemented and len(record["flat"]) == 9  # BLOCK=65: a miss
 
 
+def test_a_remembered_entry_that_no_longer_holds_gives_way_to_the_one_recorded_since():
+    """After a hit, Triton's cache replaces the kernel for the same key and the guard records a
+    new entry: the next calls launch that entry in C (they are not left to the general path for
+    good because the remembered one no longer holds)."""
+    k, record, _, _, kernel_cache = hit_setup()
+    assert k.hit((1,), *HEADS, *CALL) == "KERNEL"
+    entries = record.pop("entries")
+    key = k.key(*HEADS, *CALL)[0]
+    kernel_cache["tk"] = "NEW"
+    assert k.hit((1,), *HEADS, *CALL).__class__ is tuple  # not recorded yet: a miss, keyed
+    entries[key] = entries[key]._replace(function=0xF2, kernel="NEW")
+    before = _call.guard_hits()
+    for _ in range(3):
+        assert k.hit((1,), *HEADS, *CALL) == "NEW"
+    assert _call.guard_hits() == before + 3 and [f[0] for f in record["flat"]] == [0xF0] + [0xF2] * 3
+
+
 def test_used_globals_are_checked_and_errors_after_the_decision_propagate():
     k, record, jit, *_ = hit_setup()
     jit.used_global_vals = {("G", 1): 2}
