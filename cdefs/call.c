@@ -1238,22 +1238,27 @@ GC_TYPE(de, DescEncoder, 0,
 
 /* ---- a guarded kernel[grid] call: its key, and its hit ----
  *
- * GuardKey(params, heads, tensor, int_key, classify, no_key, mask, hit=None) is made once per
- * guarded kernel (launcher.fast_dispatch.Guard._keyer) and carries out, in C, the key rules
+ * GuardKey(params, heads, tensor, int_key, classify, no_key, mask, hit=None, entries=None) is made
+ * once per guarded kernel (launcher.fast_dispatch.Guard._keyer) and per bundled kernel
+ * (launcher.bundle_kernel.BundleKernel._generate), and carries out, in C, the key rules
  * Python states (launcher.fast_dispatch and launcher.specialization: this file decides none of
  * them), and the hit the guard's generated code makes (launcher.codegen.GUARD_TEMPLATE).
  *
  * key(*heads, *arguments) takes the `heads` values the generated guard reads first (device,
  * debug flags, knobs, options) and then one argument per kernel parameter, and answers the key
  * tuple: the heads, then two items per parameter:
- *   a constexpr:       its class and its value;
+ *   a constexpr:       its class and its value (a tuple: table(v), which refuses one nested
+ *                      too deep to hash, where the parameter has a table);
+ *   a parameter keyed by value (a bundle's autotune key or heuristics input): an exact int,
+ *                      float, bool, str or None by its class and its value; anything else
+ *                      table(v) (the parameter's own callable), None;
  *   a `tensor`:        its dtype, and whether data_ptr() & mask is 0 (True/False) where the
  *                      parameter is specialized on alignment, False where only specialized, None;
  *   an exact int:      int_key's code (read from the parameter's table of int_key's codes,
  *                      specialization.INT_KEYS, else int_key(v, specialize, align)), None;
  *   a float, a bool, None: its class, None;
  *   anything else:     classify(v, specialize, align, tensor), None.
- The answer is the tuple (key, *values): the launch value of each parameter marked `out`, a
+ * The answer is the tuple (key, *values): the launch value of each parameter marked `out`, a
  * tensor's data_ptr() (read once, for the key and the launch), else the argument.  Where classify
  * answers an instance of `no_key` (an argument of a class that never keys), that instance stands
  * where the key would (the values None): the guard's code looks for it on a miss only.  Errors raised by the Python code called (int_key, classify, data_ptr) propagate.
@@ -1277,16 +1282,27 @@ GC_TYPE(de, DescEncoder, 0,
  * (check_globals, the grid, the stream, the launches) propagate, as they do from the generated
  * code.  Each launch is counted (guard_hits()).
  *
- * The last hit's key and entry are remembered: a call whose key items equal that key's (each as
- * the dict compares keys: identity, else ==) takes that entry without making the key tuple or
+ * find(*heads, *arguments), where `entries` was given (a dict: key -> entry), is the lookup
+ * alone, for callers that launch by themselves (launcher.bundle_kernel): (entry, key, *the out
+ * parameters' launch values), entry None where the dict has none for the key (or the key is a
+ * NoKey); errors of the called code, and a key that cannot be hashed, raise.  hit() looks up in
+ * the same way.  Where a hit was given, an entry found must also still hold (above).
+ *
+ * The last key found and its entry are remembered: a call whose key items equal that key's (each
+ * as the dict compares keys: identity, else ==) takes that entry without making the key tuple or
  * looking it up; whether the entry still holds is tested as for any other, and where it no
  * longer does, the key is looked up (the guard may have recorded a newer entry for it).
+ * Without a hit nothing tests that an entry still holds: the pair serves its key until forget()
+ * lets go of it (a bundle that releases its entries' modules).
  *
  * Nothing else here changes after it is made; the remembered pair is replaced whole, so calls on
  * several threads share it (one that replaces it only makes another look its key up). */
+enum { GK_ARGUMENT, GK_CONSTEXPR, GK_BY_VALUE };  /* how a parameter is keyed (params' first item) */
+
 typedef struct {
-    char constexpr_, specialize, align, out;
-    PyObject *ints;  /* {int: int_key code} of the parameter's (specialize, align); NULL for a constexpr */
+    char mode, specialize, align, out;
+    PyObject *table;  /* an argument's {int: int_key code} of its (specialize, align); a by-value one's
+                       * callable; NULL for a constexpr */
 } gk_param;
 
 enum { F_HASH, F_CACHES, F_KERNEL_GET, F_TRITON_KEY, F_KERNEL, F_LAUNCHER, F_FUNCTION, F_DIRECT, F_FLAT, F_COUNT };
@@ -1300,9 +1316,10 @@ typedef struct {
     PyObject *tensor, *int_key, *classify, *no_key;
     unsigned long long mask;
     /* hit: all set, or none */
-    PyObject *jit, *runtime, *entries, *stream, *hook_chain, *check_globals, *grid3, *names;
+    PyObject *jit, *runtime, *stream, *hook_chain, *check_globals, *grid3, *names;
     Py_ssize_t fields[F_COUNT];
-    PyObject *last;  /* (key, entry) of the last hit, or NULL */
+    PyObject *entries;  /* key -> entry (find and hit), or NULL */
+    PyObject *last;  /* (key, entry) of the last key found, or NULL */
 } GuardKey;
 
 static PyObject *s_hash, *s_device_caches, *s_pre_run_hooks, *s_stages, *s_used_globals, *s_launch_failed;
@@ -1345,9 +1362,16 @@ static int gk_items(GuardKey *self, PyObject *const *heads, PyObject *const *arg
         const gk_param *p = &self->params[i];
         PyObject *a = args[i], *k = NULL, *d = NULL;
         PyTypeObject *cls = Py_TYPE(a);
-        if (p->constexpr_) {
+        if (p->mode == GK_CONSTEXPR || (p->mode == GK_BY_VALUE && (PyLong_CheckExact(a) || PyFloat_CheckExact(a)
+                || PyBool_Check(a) || PyUnicode_CheckExact(a) || a == Py_None))) {
             k = Py_NewRef((PyObject *)cls);
-            d = Py_NewRef(a);
+            if (p->mode == GK_CONSTEXPR && p->table && PyTuple_Check(a)) {  /* bounded before anything hashes it */
+                if (!(d = PyObject_CallFunctionObjArgs(p->table, a, NULL))) { Py_DECREF(k); goto error; }
+            } else {
+                d = Py_NewRef(a);
+            }
+        } else if (p->mode == GK_BY_VALUE) {
+            if (!(k = PyObject_CallFunctionObjArgs(p->table, a, NULL))) goto error;
         } else if ((PyObject *)cls == self->tensor) {
             if (!(k = PyObject_GetAttr(a, s_dtype))) goto error;
             if (!(values[i] = PyObject_CallMethodObjArgs(a, s_data_ptr, NULL))) { Py_DECREF(k); goto error; }
@@ -1359,7 +1383,7 @@ static int gk_items(GuardKey *self, PyObject *const *heads, PyObject *const *arg
                 d = Py_NewRef(p->specialize ? Py_False : Py_None);
             }
         } else if (PyLong_CheckExact(a)) {
-            k = PyDict_GetItemWithError(p->ints, a);
+            k = PyDict_GetItemWithError(p->table, a);
             if (k) {
                 Py_INCREF(k);
             } else if (PyErr_Occurred() || !(k = PyObject_CallFunctionObjArgs(self->int_key, a, p->specialize ? Py_True : Py_False,
@@ -1421,13 +1445,16 @@ static int gk_same(PyObject *key, PyObject *const *items, Py_ssize_t n) {
 
 
 /* (key, *the out parameters' launch values): what key() answers, and hit() where it keys a call it
- * does not launch.  Steals `key`; NULL with an error. */
-static PyObject *gk_answer(GuardKey *self, PyObject *key, PyObject *const *args, PyObject *const *values) {
-    PyObject *result = PyTuple_New(1 + self->outs);
-    if (!result) { Py_DECREF(key); return NULL; }
+ * does not launch; find()'s answer has the entry (a new reference, NULL for None) first.  Steals
+ * `key` and `entry`; NULL with an error. */
+static PyObject *gk_answer(GuardKey *self, PyObject *key, PyObject *const *args, PyObject *const *values,
+                           int with_entry, PyObject *entry) {
+    PyObject *result = PyTuple_New(with_entry + 1 + self->outs);
+    if (!result) { Py_DECREF(key); Py_XDECREF(entry); return NULL; }
     int keyed = (PyObject *)Py_TYPE(key) != self->no_key;  /* else the values are None */
-    PyTuple_SetItem(result, 0, key);
-    Py_ssize_t at = 1;
+    if (with_entry) PyTuple_SetItem(result, 0, entry ? entry : Py_NewRef(Py_None));
+    PyTuple_SetItem(result, with_entry, key);
+    Py_ssize_t at = with_entry + 1;
     for (Py_ssize_t i = 0; i < self->n; i++) {
         if (!self->params[i].out) continue;
         PyObject *v = !keyed ? Py_None : values[i] ? values[i] : args[i];
@@ -1445,7 +1472,7 @@ static PyObject *gk_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
     if (!values) return PyErr_NoMemory();
     PyObject *key = gk_build(self, args, args + self->heads, values);
-    PyObject *result = key ? gk_answer(self, key, args + self->heads, values) : NULL;
+    PyObject *result = key ? gk_answer(self, key, args + self->heads, values, 0, NULL) : NULL;
     release(values, self->n);
     if (values != stack) PyMem_Free(values);
     return result;
@@ -1456,8 +1483,11 @@ static PyObject *field(GuardKey *self, PyObject *entry, int f) {
     return PyTuple_GetItem(entry, self->fields[f]);
 }
 
-/* Whether the recorded entry still holds (GUARD_TEMPLATE's test): 1, 0, -1 with an error. */
+/* Whether the recorded entry still holds (GUARD_TEMPLATE's test; with no hit given, every entry
+ * does): 1, 0, -1 with an error. */
 static int gk_holds(GuardKey *self, PyObject *entry, PyObject *device) {
+    if (!self->jit) return 1;
+    if (!PyTuple_Check(entry)) return 0;
     PyObject *hash = PyObject_GetAttr(self->jit, s_hash);
     if (!hash) return -1;
     int same = hash == field(self, entry, F_HASH);
@@ -1570,6 +1600,52 @@ done:
     return result;
 }
 
+/* The entry recorded for a call's key (the last one found, else entries[key]) that still holds
+ * (gk_holds): 0 with *key (a new reference: the key tuple, or the NoKey instance that stands for
+ * it) and *entry (a new reference; NULL where none is found or holds); or -1 with an error, *key
+ * set where the key was made.  values: as gk_items. */
+static int gk_lookup(GuardKey *self, PyObject *const *heads, PyObject *const *args, PyObject **values,
+                     PyObject **key, PyObject **entry) {
+    const Py_ssize_t size = self->heads + 2 * self->n;
+    PyObject *istack[GK_ITEMS], **items = size <= GK_ITEMS ? istack : PyMem_Calloc(size, sizeof(PyObject *));
+    PyObject *last = NULL;
+    *key = *entry = NULL;
+    if (!items) { PyErr_NoMemory(); return -1; }
+    int r = gk_items(self, heads, args, items, values, key);
+    if (r != 0) { r = r > 0 ? 0 : -1; goto out; }  /* r > 0: *key is the NoKey (no entry) */
+    last = self->last ? Py_NewRef(self->last) : NULL;  /* (key, entry) of the last key found */
+    r = last ? gk_same(PyTuple_GetItem(last, 0), items, size) : 0;
+    if (r != 0) {  /* the last key (or a comparison raised) */
+        release(items, size);
+        if (r < 0) goto out;
+        *key = Py_NewRef(PyTuple_GetItem(last, 0));
+        *entry = Py_NewRef(PyTuple_GetItem(last, 1));
+        if ((r = gk_holds(self, *entry, heads[0])) < 0) goto out;
+        if (!r) Py_CLEAR(*entry);  /* no longer holds: a newer entry may have been recorded for the key */
+    } else if (!(*key = gk_tuple(items, size))) {
+        r = -1;
+        goto out;
+    }
+    if (!*entry) {
+        PyObject *found = PyDict_GetItemWithError(self->entries, *key);  /* an unhashable key: TypeError */
+        if (!found) { r = PyErr_Occurred() ? -1 : 0; goto out; }
+        *entry = Py_NewRef(found);
+        if ((r = gk_holds(self, *entry, heads[0])) <= 0) { Py_CLEAR(*entry); goto out; }
+    }
+    if (!last || PyTuple_GetItem(last, 1) != *entry) {  /* remembered for the next call (none where it cannot be) */
+        PyObject *pair = PyTuple_Pack(2, *key, *entry);
+        if (!pair) PyErr_Clear();
+        PyObject *old = self->last;
+        self->last = pair;
+        Py_XDECREF(old);
+    }
+    r = 0;
+out:
+    Py_XDECREF(last);
+    if (items != istack) PyMem_Free(items);
+    return r;
+}
+
 static PyObject *gk_hit(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
     GuardKey *self = (GuardKey *)op;
     if (nargs != 1 + self->heads + self->n) {
@@ -1583,60 +1659,27 @@ static PyObject *gk_hit(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
             || (r = hook_set(self->runtime, self->hook_chain, s_exit)) != 0)
         goto decline;
     PyObject *const *heads = args + 1, *const *arguments = args + 1 + self->heads;
-    const Py_ssize_t size = self->heads + 2 * self->n;
     PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
-    PyObject *istack[GK_ITEMS], **items = size <= GK_ITEMS ? istack : PyMem_Calloc(size, sizeof(PyObject *));
-    PyObject *result = NULL, *entry = NULL, *key = NULL, *last = NULL;
-    if (!values || !items) { PyErr_NoMemory(); goto out; }
-    r = gk_items(self, heads, arguments, items, values, &key);
-    if (r < 0) goto general;
-    if (r > 0) goto keyed;  /* key: the NoKey */
-    last = self->last ? Py_NewRef(self->last) : NULL;  /* (key, entry) of the last hit */
-    r = last ? gk_same(PyTuple_GetItem(last, 0), items, size) : 0;
-    if (r != 0) {  /* the last hit's key (or a comparison raised: the general path explains) */
-        release(items, size);
-        if (r < 0) goto general;
-        key = Py_NewRef(PyTuple_GetItem(last, 0));
-        entry = Py_NewRef(PyTuple_GetItem(last, 1));
-        if ((r = gk_holds(self, entry, heads[0])) < 0) goto general;
-        if (!r) Py_CLEAR(entry);  /* no longer holds: the guard may have recorded a newer entry for the key */
-    } else if (!(key = gk_tuple(items, size))) {
-        goto general;
-    }
-    if (!entry) {
-        entry = PyDict_GetItemWithError(self->entries, key);  /* an unhashable key: TypeError, cleared */
-        if (!entry) goto general;
-        Py_INCREF(entry);
-        r = PyTuple_Check(entry) ? gk_holds(self, entry, heads[0]) : 0;
-        if (r < 0) goto general;
-        if (!r) goto keyed;
-    }
-    if (!last || PyTuple_GetItem(last, 1) != entry) {  /* remembered for the next call (none where it cannot be) */
-        PyObject *pair = PyTuple_Pack(2, key, entry);
-        if (!pair) PyErr_Clear();
-        PyObject *old = self->last;
-        self->last = pair;
-        Py_XDECREF(old);
-    }
+    PyObject *result = NULL, *entry = NULL, *key = NULL;
+    if (!values) return PyErr_NoMemory();
+    if (gk_lookup(self, heads, arguments, values, &key, &entry) < 0) goto general;
+    if (!entry) goto keyed;  /* a miss (or a NoKey) */
     if (gk_launch(self, entry, heads[0], args[0], arguments, values) == 0)
         result = Py_NewRef(field(self, entry, F_KERNEL));
     goto out;
 keyed:  /* a miss (or a NoKey): the general path takes the key made here */
-    result = gk_answer(self, key, arguments, values);
+    result = gk_answer(self, key, arguments, values, 0, NULL);
     key = NULL;  /* stolen */
     goto out;
 general:  /* the general path makes the key again, and explains */
-    if (PyErr_Occurred()) {
-        if (!PyErr_ExceptionMatches(PyExc_Exception)) goto out;  /* KeyboardInterrupt and the like propagate */
-        PyErr_Clear();
-    }
-    if (key) goto keyed;  /* keyed, but no entry found (or none could be read): the general path looks again */
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) goto out;  /* KeyboardInterrupt and the like propagate */
+    PyErr_Clear();
+    if (key) goto keyed;  /* keyed, but no entry could be read: the general path looks again */
     result = Py_NewRef(Py_NotImplemented);
 out:
-    Py_XDECREF(key); Py_XDECREF(entry); Py_XDECREF(last);
-    if (values) release(values, self->n);
+    Py_XDECREF(key); Py_XDECREF(entry);
+    release(values, self->n);
     if (values != stack) PyMem_Free(values);
-    if (items != istack) PyMem_Free(items);
     return result;
 decline:
     if (r < 0) {
@@ -1646,6 +1689,30 @@ decline:
     Py_RETURN_NOTIMPLEMENTED;
 }
 
+static PyObject *gk_find(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
+    GuardKey *self = (GuardKey *)op;
+    if (nargs != self->heads + self->n) {
+        PyErr_Format(PyExc_TypeError, "GuardKey.find takes %zd arguments (%zd given)", self->heads + self->n, nargs);
+        return NULL;
+    }
+    if (!self->entries) { PyErr_SetString(PyExc_TypeError, "GuardKey.find: no entries were given"); return NULL; }
+    PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
+    PyObject *result = NULL, *entry = NULL, *key = NULL;
+    if (!values) return PyErr_NoMemory();
+    if (gk_lookup(self, args, args + self->heads, values, &key, &entry) == 0)
+        result = gk_answer(self, key, args + self->heads, values, 1, entry);  /* steals both */
+    else
+        Py_XDECREF(key);
+    release(values, self->n);
+    if (values != stack) PyMem_Free(values);
+    return result;
+}
+
+static PyObject *gk_forget(PyObject *op, PyObject *unused) {
+    Py_CLEAR(((GuardKey *)op)->last);
+    Py_RETURN_NONE;
+}
+
 static PyObject *guard_hits(PyObject *module, PyObject *unused) {
     return PyLong_FromUnsignedLongLong(guard_hit_count);
 }
@@ -1653,7 +1720,7 @@ static PyObject *guard_hits(PyObject *module, PyObject *unused) {
 static int gk_clear(PyObject *op) {
     GuardKey *self = (GuardKey *)op;
     if (self->params) {
-        for (Py_ssize_t i = 0; i < self->n; i++) Py_CLEAR(self->params[i].ints);
+        for (Py_ssize_t i = 0; i < self->n; i++) Py_CLEAR(self->params[i].table);
         PyMem_Free(self->params);
         self->params = NULL;
     }
@@ -1665,19 +1732,19 @@ static int gk_clear(PyObject *op) {
     return 0;
 }
 
-/* hit: {"jit", "runtime", "entries", "stream", "hook_chain", "check_globals", "grid3", "names",
- * "fields": {GuardEntry field name: position}}, or None. */
+/* hit: {"jit", "runtime", "stream", "hook_chain", "check_globals", "grid3", "names",
+ * "fields": {GuardEntry field name: position}}, or None (entries must then be given). */
 static int gk_set_hit(GuardKey *self, PyObject *hit) {
     if (hit == Py_None) return 0;
     if (!PyDict_Check(hit)) { PyErr_SetString(PyExc_TypeError, "GuardKey: hit must be a dict or None"); return -1; }
     if (get_ref(hit, "jit", &self->jit, 0) < 0 || get_ref(hit, "runtime", &self->runtime, 0) < 0
-            || get_ref(hit, "entries", &self->entries, 0) < 0 || get_ref(hit, "stream", &self->stream, 0) < 0
+            || get_ref(hit, "stream", &self->stream, 0) < 0
             || get_ref(hit, "hook_chain", &self->hook_chain, 1) < 0
             || get_ref(hit, "check_globals", &self->check_globals, 0) < 0 || get_ref(hit, "grid3", &self->grid3, 0) < 0
             || get_ref(hit, "names", &self->names, 0) < 0)
         return -1;
-    if (!PyDict_Check(self->entries) || !PyTuple_Check(self->names) || PyTuple_Size(self->names) != self->n) {
-        PyErr_SetString(PyExc_TypeError, "GuardKey: hit's entries must be a dict and names a tuple of every parameter's");
+    if (!self->entries || !PyTuple_Check(self->names) || PyTuple_Size(self->names) != self->n) {
+        PyErr_SetString(PyExc_TypeError, "GuardKey: a hit needs entries, and its names a tuple of every parameter's");
         return -1;
     }
     PyObject *fields = get(hit, "fields");
@@ -1693,13 +1760,17 @@ static int gk_set_hit(GuardKey *self, PyObject *hit) {
 }
 
 static PyObject *gk_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *params, *tensor, *int_key, *classify, *no_key, *hit = Py_None;
+    PyObject *params, *tensor, *int_key, *classify, *no_key, *hit = Py_None, *entries = Py_None;
     Py_ssize_t heads;
     unsigned long long mask;
-    static char *names[] = {"params", "heads", "tensor", "int_key", "classify", "no_key", "mask", "hit", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!nOOOOK|O", names, &PyTuple_Type, &params, &heads, &tensor,
-                                     &int_key, &classify, &no_key, &mask, &hit))
+    static char *names[] = {"params", "heads", "tensor", "int_key", "classify", "no_key", "mask", "hit", "entries", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!nOOOOK|OO", names, &PyTuple_Type, &params, &heads, &tensor,
+                                     &int_key, &classify, &no_key, &mask, &hit, &entries))
         return NULL;
+    if (entries != Py_None && !PyDict_Check(entries)) {
+        PyErr_SetString(PyExc_TypeError, "GuardKey: entries must be a dict or None");
+        return NULL;
+    }
     if (heads < 1 || !PyCallable_Check(int_key) || !PyCallable_Check(classify) || !PyType_Check(no_key)) {
         PyErr_SetString(PyExc_TypeError, "GuardKey: heads >= 1 (the device first), int_key and classify callables, "
                                          "no_key a class");
@@ -1712,26 +1783,32 @@ static PyObject *gk_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     self->tensor = Py_NewRef(tensor); self->int_key = Py_NewRef(int_key);
     self->classify = Py_NewRef(classify); self->no_key = Py_NewRef(no_key);
     self->heads = heads; self->mask = mask;
+    self->entries = entries == Py_None ? NULL : Py_NewRef(entries);
     if (!(self->params = PyMem_Calloc(n ? n : 1, sizeof(gk_param)))) { PyErr_NoMemory(); goto error; }
     self->n = n;
-    for (Py_ssize_t i = 0; i < n; i++) {  /* (constexpr, specialize, align, out, ints) */
+    for (Py_ssize_t i = 0; i < n; i++) {  /* (mode, specialize, align, out, table) */
         PyObject *t = PyTuple_GetItem(params, i);
         gk_param *p = &self->params[i];
-        int flags[4];
-        if (!PyTuple_Check(t) || PyTuple_Size(t) != 5) goto bad;
-        for (int j = 0; j < 4; j++)
-            if ((flags[j] = PyObject_IsTrue(PyTuple_GetItem(t, j))) < 0) goto error;
-        p->constexpr_ = (char)flags[0]; p->specialize = (char)flags[1]; p->align = (char)flags[2]; p->out = (char)flags[3];
-        PyObject *ints = PyTuple_GetItem(t, 4);
-        if (!p->constexpr_ && !PyDict_Check(ints)) goto bad;
-        if (p->constexpr_ && p->out) goto bad;
-        p->ints = p->constexpr_ ? NULL : Py_NewRef(ints);
+        int flags[3];
+        if (!PyTuple_Check(t) || PyTuple_Size(t) != 5 || !PyLong_Check(PyTuple_GetItem(t, 0))) goto bad;
+        long mode = PyLong_AsLong(PyTuple_GetItem(t, 0));  /* False/0, True/1 or 2 */
+        if (mode < GK_ARGUMENT || mode > GK_BY_VALUE) goto bad;
+        for (int j = 0; j < 3; j++)
+            if ((flags[j] = PyObject_IsTrue(PyTuple_GetItem(t, 1 + j))) < 0) goto error;
+        p->mode = (char)mode; p->specialize = (char)flags[0]; p->align = (char)flags[1]; p->out = (char)flags[2];
+        PyObject *table = PyTuple_GetItem(t, 4);
+        if (mode == GK_ARGUMENT ? !PyDict_Check(table) : mode == GK_BY_VALUE ? !PyCallable_Check(table)
+                : p->out || (table != Py_None && !PyCallable_Check(table)))
+            goto bad;
+        p->table = table == Py_None ? NULL : Py_NewRef(table);
         self->outs += p->out;
     }
     if (gk_set_hit(self, hit) < 0) goto error;
     return (PyObject *)self;
 bad:
-    PyErr_SetString(PyExc_TypeError, "GuardKey: a parameter is (constexpr, specialize, align, out, ints dict)");
+    PyErr_SetString(PyExc_TypeError, "GuardKey: a parameter is (mode, specialize, align, out, table): mode 0 "
+                                     "(an argument: table an int_key dict), 1 (a constexpr, not out: table None "
+                                     "or what bounds a tuple) or 2 (by value: table a callable)");
 error:
     Py_DECREF(self);
     return NULL;
@@ -1740,7 +1817,7 @@ error:
 static int gk_traverse(PyObject *op, visitproc visit, void *arg) {
     GuardKey *self = (GuardKey *)op;
     Py_VISIT(Py_TYPE(op));
-    for (Py_ssize_t i = 0; self->params && i < self->n; i++) Py_VISIT(self->params[i].ints);
+    for (Py_ssize_t i = 0; self->params && i < self->n; i++) Py_VISIT(self->params[i].table);
     Py_VISIT(self->tensor); Py_VISIT(self->int_key); Py_VISIT(self->classify); Py_VISIT(self->no_key);
     Py_VISIT(self->jit); Py_VISIT(self->runtime); Py_VISIT(self->entries); Py_VISIT(self->stream);
     Py_VISIT(self->hook_chain); Py_VISIT(self->check_globals); Py_VISIT(self->grid3); Py_VISIT(self->names);
@@ -1765,12 +1842,15 @@ static PyMethodDef gk_methods[] = {
      "key(*heads, *arguments): (key, *the launch values of the parameters marked out)."},
     {"hit", (PyCFunction)(void (*)(void))gk_hit, METH_FASTCALL,
      "hit(grid, *heads, *arguments): the kernel launched; else key()'s answer, or NotImplemented (the general path's call)."},
+    {"find", (PyCFunction)(void (*)(void))gk_find, METH_FASTCALL,
+     "find(*heads, *arguments): (the entry recorded for the key or None, key, *the launch values of the parameters marked out)."},
+    {"forget", gk_forget, METH_NOARGS, "forget(): let go of the last key found and its entry."},
     {NULL, NULL, 0, NULL},
 };
 
 GC_TYPE(gk, GuardKey, 0,
-        "GuardKey(params, heads, tensor, int_key, classify, no_key, mask, hit=None): the key and the hit "
-        "of a guarded kernel[grid] call, in C (launcher.fast_dispatch).",
+        "GuardKey(params, heads, tensor, int_key, classify, no_key, mask, hit=None, entries=None): the key, the lookup and the hit "
+        "of a guarded or bundled kernel[grid] call, in C (launcher.fast_dispatch, launcher.bundle_kernel).",
         {Py_tp_new, gk_new}, {Py_tp_methods, gk_methods}, {Py_tp_getset, gk_getset});
 
 /* ---- kernel[grid] while the fast-dispatch guard is on ----

@@ -21,7 +21,7 @@ import types
 from typing import NamedTuple
 
 from launcher import spec as S
-from launcher.specialization import DIVISIBILITY_MASK, INT_KEYS
+from launcher.specialization import INT_KEYS
 
 _code: dict = {}  # generated source -> its code object
 
@@ -413,15 +413,15 @@ def guard_heads(knobs, device="_launcher_dev", options="_launcher_okey") -> list
 
 
 def guard_key_params(params, hints=None) -> tuple:
-    """launcher._call.GuardKey's params for a kernel: (constexpr, specialize, align, out, ints)
-    per parameter, where `ints` is the parameter's table of specialization.int_key codes and
-    `out` marks a parameter whose argument in a first call was not a scalar (or that has no
+    """launcher._call.GuardKey's params for a kernel: (constexpr, specialize, align, out, table)
+    per parameter, where `table` is an argument's table of specialization.int_key codes (a
+    constexpr's: spec.bounded, which refuses a tuple nested too deep to hash) and `out` marks a parameter whose argument in a first call was not a scalar (or that has no
     hint): the key call also answers its launch value (a tensor's data_ptr(), read once). The
     generated code names those values `_launcher_p<i>` (guard_source)."""
     hints = hints or {}
     scalars = (int, float, bool, type(None))
     return tuple((is_constexpr, specialize, align, not is_constexpr and hints.get(pname) not in scalars,
-                  None if is_constexpr else INT_KEYS[specialize, align])
+                  S.bounded if is_constexpr else INT_KEYS[specialize, align])
                  for pname, is_constexpr, specialize, align in params)
 
 
@@ -477,90 +477,39 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
 
 
 # -- a bundled kernel's call (launcher.bundle_kernel.BundleKernel: `bundle.kernel[grid](...)`) --
-# One function per kernel, with the kernel's own signature, binds the arguments, keys them (the
-# common kinds inline, as bundle_kernel's key functions key them), looks the entry up and
-# launches it (in one C call where the variant has a flat launch); a new key, options or
-# anything odd go to the kernel's slow path, which chooses, checks and explains.
-def bundle_key(var, kind, torch_inline: bool) -> str:
-    """The key expression of `var`, an argument (or a tuple's item) of a bundled kernel keyed as
-    `kind` (launcher.bundle_kernel._leaf_kind, not a tuple): what bundle_kernel.key_of gives, with
-    the common cases inline. A torch tensor's `var`
-    becomes its data_ptr() (what the launch takes), read once."""
-    if kind == "pointer":
-        return (f"(({var}.__class__, {var}.dtype, not ({var} := {var}.data_ptr()) & {DIVISIBILITY_MASK}) "
-                f"if {var}.__class__ is _launcher_TENSOR else _launcher_key_of_pointer({var}))") \
-            if torch_inline else f"_launcher_key_of_pointer({var})"
-    if kind == "int":  # an int passed before: one lookup (int_key fills the table; no key is 0)
-        return f"((_launcher_IK.get({var}) or _launcher_key_of({var})) if {var}.__class__ is _launcher_int else _launcher_key_of({var}))"
-    if kind == "float":
-        return f"(_launcher_FLOAT if {var}.__class__ is _launcher_float else _launcher_key_of({var}))"
-    if kind == "descriptor":
-        return f"_launcher_key_of_descriptor({var})"
-    return f"_launcher_key_of({var})"
-
-
-def bundle_tuple_key_lines(out, var, items, result, depth, torch_inline):
-    """Append to `out` the lines that set `result` to key_of(`var`) for a tuple whose items are
-    keyed as `items` (bundle_kernel._leaf_kind): item by item for a tuple of that length, else key_of."""
-    pad = "    " * depth
-    names = [f"{result}_{j}" for j in range(len(items))]
-    out.append(f"{pad}if {var}.__class__ is _launcher_tuple and _launcher_len({var}) == {len(items)}:\n")
-    if names:
-        out.append(f"{pad}    {', '.join(names)}, = {var}\n")
-    keys = []
-    for name, kind in zip(names, items):
-        if isinstance(kind, list):
-            bundle_tuple_key_lines(out, name, kind, name + "k", depth + 1, torch_inline)
-            keys.append(name + "k")
-        else:
-            keys.append(bundle_key(name, kind, torch_inline))
-    out.append(f"{pad}    {result} = (_launcher_tuple, ({''.join(k + ', ' for k in keys)}))\n")
-    if torch_inline and _has_pointer(items):  # the launch takes the tuple with the addresses read for the key
-        out.append(f"{pad}    {var} = ({''.join(n + ', ' for n in names)})\n")
-    out.append(f"{pad}else:\n{pad}    {result} = _launcher_key_of({var})\n")
-
-
-def _has_pointer(items) -> bool:
-    """Whether a tuple keyed as `items` (bundle_kernel._leaf_kind) holds a pointer, at any depth."""
-    return any(_has_pointer(k) if isinstance(k, list) else k == "pointer" for k in items)
-
-
+# One function per kernel, with the kernel's own signature, binds the arguments, keys them and
+# looks the entry up in one C call (launcher._call.GuardKey.find, the guard's key with the
+# bundle's rules: BundleKernel._keyer), and launches it (in one C call where the variant has a
+# flat launch); a new key, options or anything odd go to the kernel's slow path, which chooses,
+# checks and explains.
 BUNDLE_CALL = '''\
 def launch(_launcher_grid, /, {signature}):
     if _launcher_extra:
         _launcher_too_many({count}, _launcher_extra)
-    _launcher_args = ({names})
     if _launcher_options:
-        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, _launcher_options, None)
-    _launcher_key = None
-    try:
-{prelude}        _launcher_key = ({keys}_launcher_device())
-        _launcher_last = _launcher_LAST[0]  # the last call's (key, entry): no hash where the key is the same
-        if _launcher_key == _launcher_last[0]:
-            _launcher_entry = _launcher_last[1]
-        else:
-            _launcher_entry = _launcher_cache[_launcher_key]
-            _launcher_LAST[0] = (_launcher_key, _launcher_entry)
-    except _launcher_KeyError:
-        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, _launcher_key)
-    except _launcher_Exception:
-        return _launcher_slow(_launcher_grid, {stream}, _launcher_args, None, None)
+        return _launcher_slow(_launcher_grid, {stream}, ({names}), _launcher_options, None)
+    try:  # the entry recorded for the key (None: a new key), the key, the tensors' data_ptr()
+        _launcher_entry, _launcher_key, {outs}= _launcher_FIND(_launcher_device(), {names})
+    except _launcher_Exception:  # a key that cannot be made: the slow path explains
+        return _launcher_slow(_launcher_grid, {stream}, ({names}), None, None)
+    if _launcher_entry is None:
+        return _launcher_slow(_launcher_grid, {stream}, ({names}), None, _launcher_key)
     _launcher_n = _launcher_len(_launcher_grid) if _launcher_grid.__class__ is _launcher_tuple else 0
     if _launcher_n == 3:
         _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid
     elif _launcher_n == 1:
         _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_grid[0], 1, 1
     else:
-        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_entry.grid3(_launcher_grid, _launcher_args)
+        _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_entry.grid3(_launcher_grid, ({names}))
     _launcher_s = _launcher_entry.stream() if {stream} is None else _launcher_stream_of({stream})
     if _launcher_entry.adjusts:
         _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
-                            _launcher_entry.metadata, None, None, None, *_launcher_entry.complete(_launcher_args))
-    else:  # the torch tensors keyed inline (in tuples too) are their data_ptr() here; None: launched in C
+                            _launcher_entry.metadata, None, None, None, *_launcher_entry.complete(({names})))
+    else:  # None: launched in C
         _launcher_st = _launcher_entry.flat(_launcher_entry.function, _launcher_s,
-                                            (_launcher_g0, _launcher_g1, _launcher_g2), {names})
+                                            (_launcher_g0, _launcher_g1, _launcher_g2), {passed})
         if _launcher_st is not None:
-            _launcher_entry.not_flat(_launcher_st, _launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, {names})
+            _launcher_entry.not_flat(_launcher_st, _launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, {passed})
 '''
 
 BUNDLE_BIND = '''\
@@ -599,7 +548,7 @@ def bundle_signature(params, layer_names, with_extra: bool, missing, required):
 
 
 # The builtins the generated code uses, under names no kernel parameter can take.
-BUNDLE_BUILTINS = reserved_builtins(RESERVED, int, float, tuple, len, KeyError, Exception)
+BUNDLE_BUILTINS = reserved_builtins(RESERVED, tuple, len, Exception)
 
 
 

@@ -290,7 +290,7 @@ class Guard:
         for this kernel's parameters, and GUARD_TEMPLATE's hit), with `tensor` as the class whose
         instances are keyed by dtype and alignment."""
         params, heads, hit = self._key_spec
-        return _call.GuardKey(params, heads, tensor, int_key, classify, NoKey, _MASK, hit)
+        return _call.GuardKey(params, heads, tensor, int_key, classify, NoKey, _MASK, hit, self.entries)
 
     def _namespace(self, params, example) -> tuple:
         """(the names the generated run uses, the expressions of the knobs in its key, the names
@@ -309,7 +309,7 @@ class Guard:
             "_launcher_HITS": _hits,
         }
         knobs = _knobs(ns)
-        hit = {"jit": self.jit, "runtime": ns["_launcher_RT"], "entries": self.entries, "stream": stream,
+        hit = {"jit": self.jit, "runtime": ns["_launcher_RT"], "stream": stream,
                "hook_chain": ns["_launcher_HOOK_CHAIN"], "check_globals": A.check_used_globals, "grid3": grid3,
                "names": tuple(p.name for p in params), "fields": {f: i for i, f in enumerate(codegen.GuardEntry._fields)}}
         self._key_spec = (codegen.guard_key_params(_guard_params(params), _hints(params, example)),

@@ -357,6 +357,13 @@ def check_nesting(value, where: str) -> None:
             todo.extend((x, depth + 1) for x in v)
 
 
+def bounded(value):
+    """`value` (a constexpr, an exact argument value), after check_nesting: what a key may hold and
+    hash (hashing recurses in C; a tuple nested a million deep would exhaust its stack)."""
+    check_nesting(value, "a constexpr")
+    return value
+
+
 def encode_constant(value, _depth: int = 0):
     """A constexpr value as JSON data. Plain numbers, bools, strings and None stand as they
     are; anything else is tagged, so that equal values encode equally and nothing decodes to

@@ -43,8 +43,8 @@ PARAMS = (  # x (a tensor, out), n (int), m (do_not_specialize), k (no alignment
 HEADS = ("dev", "debug", ())
 
 
-def keyer(hit=None, tensor=Tensor, params=PARAMS):
-    return _call.GuardKey(params, len(HEADS), tensor, int_key, classify, NoKey, DIVISIBILITY_MASK, hit)
+def keyer(hit=None, tensor=Tensor, params=PARAMS, entries=None):
+    return _call.GuardKey(params, len(HEADS), tensor, int_key, classify, NoKey, DIVISIBILITY_MASK, hit, entries)
 
 
 def test_the_key_holds_two_items_per_parameter_by_the_python_rules():
@@ -121,9 +121,9 @@ def hit_setup(answer=None, **entry):
 
     launcher = types.SimpleNamespace(_launch_failed=lambda status, packed: record["failed"].append((status, packed)))
     fields = {f: i for i, f in enumerate(codegen.GuardEntry._fields)}
-    hit = {"jit": jit, "runtime": rt, "entries": entries, "stream": lambda dev: 0x5EA, "hook_chain": Chain,
+    hit = {"jit": jit, "runtime": rt, "stream": lambda dev: 0x5EA, "hook_chain": Chain,
            "check_globals": check_globals, "grid3": grid3, "names": ("x", "n", "m", "k", "BLOCK"), "fields": fields}
-    k = keyer(hit)
+    k = keyer(hit, entries=entries)
     kernel_cache = {"tk": "KERNEL"}
 
     def flat_launch(function, stream, grid, *values):
@@ -292,3 +292,88 @@ def test_more_parameters_than_the_stack_holds():
     key, *values = k.key(*HEADS, *args)
     assert len(key) == len(HEADS) + 2 * n and len(values) == n
     assert values == [a.ptr if isinstance(a, Tensor) else a for a in args]
+
+
+# -- the lookup alone (bundles) --
+def test_find_answers_the_entry_for_the_key_and_remembers_it_until_forget():
+    """find() is the hit's lookup without a hit: (entry or None, key, *launch values). Without a
+    hit nothing says an entry stopped holding, so the remembered pair serves its key until
+    forget() (a bundle's release())."""
+    entries = {}
+    k = keyer(entries=entries)
+    assert k.find(*HEADS, *CALL) == (None, *k.key(*HEADS, *CALL))  # a miss: the key, to record an entry for
+    key = k.key(*HEADS, *CALL)[0]
+    entries[key] = "E"
+    for _ in range(2):
+        entry, found, x_value, k_value = k.find(*HEADS, *CALL)
+        assert (entry, x_value, k_value) == ("E", 0x1000, 2.5) and found == key
+    assert k.find(*HEADS, *CALL[:4], 65)[0] is None  # another key is looked up, not taken for the last
+    assert k.find(*HEADS, *CALL)[0] == "E"
+    entries.clear()
+    assert k.find(*HEADS, *CALL)[0] == "E"  # remembered
+    k.forget()
+    assert k.find(*HEADS, *CALL)[0] is None
+
+
+def test_find_raises_what_the_key_raises_and_needs_entries():
+    k = keyer(entries={})
+    with pytest.raises(NoKey, match="beyond 64 bits"):
+        k.find(*HEADS, Tensor(0x1000), 2**70, 7, 2.5, 64)
+    with pytest.raises(TypeError, match="unhashable"):
+        k.find(*HEADS, *CALL[:4], [64])
+    with pytest.raises(TypeError, match="no entries"):
+        keyer().find(*HEADS, *CALL)
+    with pytest.raises(TypeError, match="takes 8 arguments"):
+        k.find(*HEADS, 1)
+
+
+def test_a_parameter_keyed_by_value():
+    """Mode 2 (a bundle's autotune key or heuristics input): an exact int, float, bool, str or
+    None by class and value; anything else by the parameter's own callable."""
+    seen = []
+
+    def table(v):
+        seen.append(v)
+        return ("other", type(v).__name__)
+
+    k = keyer(params=((2, True, True, False, table),), entries={})
+    for v in (4096, 4112, 2.5, True, 1, "s", None):
+        assert k.key(*HEADS, v)[0][len(HEADS):] == (v.__class__, v)
+    assert k.key(*HEADS, 4096)[0] != k.key(*HEADS, 4112)[0] and not seen
+    t = (1, 2)
+    assert k.key(*HEADS, t)[0][len(HEADS):] == (("other", "tuple"), None) and seen == [t]
+
+
+def test_a_tuple_constexpr_is_bounded_before_anything_hashes_it():
+    """A constexpr tuple nested deeper than spec.MAX_CONSTANT_DEPTH is refused by the parameter's
+    table (spec.bounded, what the guard and bundles give) with a TypeError: hashing one a million
+    deep would exhaust C's stack. A shallow one keys by value."""
+    from launcher import spec
+
+    deep = ()
+    for _ in range(1_000_000):
+        deep = (deep,)
+    params = codegen.guard_key_params((("BLOCK", True, True, True),))
+    assert params[0][4] is spec.bounded
+    k = keyer(params=params, entries={})
+    with pytest.raises(TypeError, match="nested more than 32 deep"):
+        k.find(*HEADS, deep)
+    assert k.key(*HEADS, ((1, 2), 3))[0][len(HEADS):] == (tuple, ((1, 2), 3))
+
+
+@pytest.mark.parametrize("params", [((3, True, True, False, None),), ((2, True, True, False, None),),
+                                    ((0, True, True, False, None),), ((1, True, True, True, None),),
+                                    ((1, True, True, False, "not callable"),), (("0", True, True, False, {}),)])
+def test_a_parameter_spec_that_does_not_fit_its_mode_is_refused(params):
+    with pytest.raises(TypeError, match="mode"):
+        keyer(params=params)
+
+
+def test_entries_must_be_a_dict_and_a_hit_needs_them():
+    with pytest.raises(TypeError, match="entries must be a dict"):
+        keyer(entries=[])
+    k, *_ = hit_setup()
+    with pytest.raises(TypeError, match="a hit needs entries"):
+        _call.GuardKey(PARAMS, len(HEADS), Tensor, int_key, classify, NoKey, DIVISIBILITY_MASK,
+                       {"jit": 1, "runtime": 1, "stream": 1, "hook_chain": None, "check_globals": 1, "grid3": 1,
+                        "names": ("x", "n", "m", "k", "BLOCK"), "fields": {}})
