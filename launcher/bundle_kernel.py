@@ -30,7 +30,7 @@ import threading
 import types
 import weakref
 
-from launcher import allocation, codegen, driver
+from launcher import _call, allocation, codegen, driver
 from launcher import bundle_format as BF
 from launcher import spec as S
 from launcher import variants as V
@@ -38,7 +38,8 @@ from launcher.arguments import check_header, grid3, refuse_bool_stream
 from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
 from launcher.fence_hook import fence_policy
-from launcher.specialization import INT_KEYS, _tensordesc_type, array_interface, divisible, int_key
+from launcher.specialization import (DIVISIBILITY_MASK, INT_KEYS, _tensordesc_type, array_interface, divisible,
+                                     int_key)
 
 log = logging.getLogger("launcher.bundle")
 
@@ -56,27 +57,22 @@ class _Required:
 REQUIRED = _Required()
 
 
-# ---- the specialization key of one argument (cheap; a refinement of Triton's) ----
-# Keys of the commonest arguments are small ints (an int argument's: launcher.specialization's
-# int_key, the one rule) or strings: a call's key is a tuple of one key per argument, hashed on
-# every launch, and an int's or a string's hash costs nothing (a tuple's is computed every time).
+# ---- the specialization key of a call (a refinement of Triton's) ----
+# A call is keyed by launcher._call.GuardKey, in C, as the guard keys one (launcher.fast_dispatch),
+# with these rules for what it hands back: the common arguments (torch tensors, ints through
+# specialization.int_key, floats, bools, None, constexprs) are keyed there; key_of keys the rest,
+# raw_key what a layer reads by value.
 _BEYOND_64_BITS = "int: beyond 64 bits"
-_FLOAT = "float"
-_NONE = "none"
 
 
 def key_of(v):
-    """What the choice of a variant depends on in argument `v`."""
+    """What the choice of a variant depends on in argument `v` (an argument GuardKey hands back,
+    or an item of a tuple): the same classes as GuardKey for ints, floats, bools and None."""
     cls = v.__class__
     if cls is int:
-        key = int_key(v)
-        return key if key is not None else _BEYOND_64_BITS
-    if cls is float:
-        return _FLOAT
-    if v is None:
-        return _NONE
-    if cls is bool:
-        return (bool, v)
+        return _int_key(v)
+    if cls is float or cls is bool or v is None:
+        return cls
     data_ptr = getattr(v, "data_ptr", None)
     if data_ptr is not None:
         return (cls, getattr(v, "dtype", None), divisible(data_ptr()))
@@ -85,34 +81,29 @@ def key_of(v):
     cai = array_interface(v)
     if cai is not None:
         return (cls, cai[1], divisible(cai[0]))
-    if hasattr(v, "block_shape"):
-        return (cls, _tensordesc_type(v))
+    if hasattr(v, "block_shape"):  # a host tensor descriptor: what Triton's type of it says, unformatted
+        try:
+            base = v.base
+            return (cls, base.__class__, base.dtype, tuple(v.block_shape), getattr(v, "layout", None))
+        except (AttributeError, TypeError):
+            return (cls, _tensordesc_type(v))
     return (cls, v)
 
 
-def key_of_descriptor(v):
-    """key_of for a parameter every variant takes as a tensor descriptor: for a descriptor over
-    an array with a dtype, what Triton's type of it says (launcher.specialization's
-    _tensordesc_type: the dtype, the block shape, a layout) without formatting that string;
-    anything else as key_of."""
-    try:
-        base = v.base
-        return (v.__class__, base.__class__, base.dtype, tuple(v.block_shape), getattr(v, "layout", None))
-    except (AttributeError, TypeError):
-        return key_of(v)
+def _int_key(v, specialize=True, align=True):
+    """specialization.int_key, the one rule (an int beyond 64 bits keys as such: the slow path refuses it)."""
+    key = int_key(v, specialize, align)
+    return key if key is not None else _BEYOND_64_BITS
 
 
-def key_of_pointer(v):
-    """key_of for a parameter every variant takes as a pointer: a tensor, first; the generated
-    call inlines it for torch tensors (BundleKernel._generate), with the same keys."""
-    try:
-        return (v.__class__, v.dtype, divisible(v.data_ptr()))
-    except AttributeError:  # an int address, None, a __cuda_array_interface__ object, a dtype-less object
-        return key_of(v)
+def _classify(v, specialize, align, tensor):
+    """GuardKey's classify: key_of."""
+    return key_of(v)
 
 
 def raw_key(v):
-    """The key of an argument whose exact value matters (autotune keys, heuristics inputs)."""
+    """The key of an argument whose exact value matters (autotune keys, heuristics inputs), where
+    it is not an exact int, float, bool, str or None (GuardKey keys those by value)."""
     cls = v.__class__
     if cls in (int, float, bool, str) or v is None:
         return (cls, v)
@@ -121,18 +112,30 @@ def raw_key(v):
     return key_of(v)
 
 
-def constexpr_key(v):
-    if v.__class__ is tuple or v.__class__ is list:  # hashed next: bounded first (hashing recurses in C)
-        S.check_nesting(v, "a constexpr")
-    return (v.__class__, v)
+class _NoTensor:
+    """GuardKey's tensor class where torch (with CUDA) is not imported: nothing is one."""
+
+
+class _NeverKeys:
+    """GuardKey's no_key class: every argument of a bundled kernel keys (the slow path explains)."""
+
+
+def key_params(params, raw, kinds) -> tuple:
+    """GuardKey's params for a bundled kernel (launcher._call's GuardKey): constexprs by value
+    (spec.bounded), parameters a layer reads by value (raw_key), the rest as arguments, their
+    ints by int_key's full specialization; the launch value (a torch tensor's data_ptr(), read
+    once) is answered for those every variant takes as a pointer (or that no kind fits: `kinds`,
+    _leaf_kind's per parameter)."""
+    return tuple((1, True, True, False, S.bounded) if p.constexpr else
+                 (2, True, True, False, raw_key) if p.name in raw else
+                 (0, True, True, kind in ("pointer", "any"), INT_KEYS[True, True])
+                 for p, kind in zip(params, kinds))
 
 
 # ---- the generated call ----
 def _leaf_kind(args):
-    """How the generated call keys an argument that every variant takes as one of `args` (the
-    variants' launcher.spec.Arg at its place): "pointer", "int", "float", "descriptor", a list
-    of the kinds of a tuple's items (when every variant takes a tuple of that length), or "any"
-    (key_of)."""
+    """How every variant takes an argument (the variants' launcher.spec.Arg at its place):
+    "pointer", "int", "float", "descriptor", "tuple" or "any"."""
     kinds = {a.kind for a in args}
     types = {a.type for a in args}
     if kinds == {"pointer"}:
@@ -143,12 +146,9 @@ def _leaf_kind(args):
         return "float"
     if kinds == {"tensordesc"}:
         return "descriptor"
-    if kinds == {"tuple"} and len({len(a.children) for a in args}) == 1:
-        return [_leaf_kind([a.children[j] for a in args]) for j in range(len(args[0].children))]
+    if kinds == {"tuple"}:
+        return "tuple"
     return "any"
-
-
-_KEY_OF = {"pointer": key_of_pointer, "int": key_of, "descriptor": key_of_descriptor}  # else key_of
 
 
 def _compile(source, kind, namespace, qualname):
@@ -243,7 +243,7 @@ class BundleKernel:
         self._chooser = None  # made on the first call that needs it
         self._lock = threading.Lock()
         self._cache = {}  # specialization key -> _Entry
-        self._last = [(None, None)]  # the generated call's last (key, entry), read before _cache; release() forgets it
+        self._keyer = None  # the key of a call and its lookup in _cache (launcher._call.GuardKey), made with _call
         self._launchers = {}  # variant id -> CudaLauncher
         self._functions = {}  # (variant id, device) -> CUfunction
         self._modules = []  # modules this kernel holds in launcher.module_cache()
@@ -282,42 +282,30 @@ class BundleKernel:
         return self._binder(*args, **kwargs)
 
     def _generate(self):
-        variants, raw = self._variants, self._raw
         signature, stream, namespace = codegen.bundle_signature(self.params, self._layer_names, True, V.MISSING,
                                                                 REQUIRED)
-        torch = sys.modules.get("torch") if _torch_cuda() and _torch_raw else None  # tensors keyed inline
-        keys, prelude = [], []
-        for i, p in enumerate(self.params):
-            a = p.name
-            if p.constexpr:
-                namespace[f"_launcher_k{i}"] = constexpr_key
-                key = f"_launcher_k{i}({a})"
-            elif a in raw:
-                namespace[f"_launcher_k{i}"] = raw_key
-                key = f"_launcher_k{i}({a})"
-            else:
-                leaf = _leaf_kind([v.spec.args[i] for v in variants])
-                # the function whose key the inline code computes (the tests compare the two)
-                namespace[f"_launcher_k{i}"] = _KEY_OF.get(leaf if isinstance(leaf, str) else "tuple", key_of)
-                if isinstance(leaf, list):  # a tuple of a known structure: keyed item by item
-                    key = f"_launcher_t{i}"
-                    codegen.bundle_tuple_key_lines(prelude, a, leaf, key, 2, torch is not None)
-                else:
-                    key = codegen.bundle_key(a, leaf, torch is not None)
-            keys.append(key + ", ")
+        torch = sys.modules.get("torch") if _torch_cuda() and _torch_raw else None  # tensors keyed by GuardKey
+        kinds = [_leaf_kind([v.spec.args[i] for v in self._variants]) for i in range(len(self.params))]
+        params = key_params(self.params, self._raw, kinds)
+        self._keyer = _call.GuardKey(params, 1, torch.Tensor if torch is not None else _NoTensor, _int_key, _classify,
+                                     _NeverKeys, DIVISIBILITY_MASK, None, self._cache)
+        passed = [f"_launcher_p{i}" if param[3] else p.name for i, (p, param) in enumerate(zip(self.params, params))]
         positional = sum(1 for p in self.params if not p.keyword_only)
-        namespace.update(_launcher_slow=self._slow, _launcher_cache=self._cache, _launcher_LAST=self._last,
+        namespace.update(_launcher_slow=self._slow, _launcher_FIND=self._keyer.find,
                          _launcher_device=_torch_raw[0] if _torch_raw else _current_device,
-                         _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many,
-                         _launcher_TENSOR=torch.Tensor if torch is not None else None, _launcher_FLOAT=_FLOAT,
-                         _launcher_IK=INT_KEYS[True, True], _launcher_key_of=key_of,
-                         _launcher_key_of_pointer=key_of_pointer, _launcher_key_of_descriptor=key_of_descriptor)
-        source = codegen.BUNDLE_CALL.format(signature=signature, stream=stream, count=positional, prelude="".join(prelude),
-                                  names="".join(f"{n}, " for n in self.names), keys="".join(keys))
-        # per parameter, the function whose key the generated code computes (inline or by calling it)
-        self._key_functions = tuple(namespace[f"_launcher_k{i}"] for i in range(len(self.params)))
+                         _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many)
+        source = codegen.BUNDLE_CALL.format(signature=signature, stream=stream, count=positional,
+                                            names="".join(f"{n}, " for n in self.names),
+                                            outs="".join(f"{n}, " for n in passed if n.startswith("_launcher_p")),
+                                            passed="".join(f"{n}, " for n in passed))
         self._call = _compile(source, "launch", namespace, self.name)
         return self._call
+
+    def key(self, device, *values):
+        """The key the generated call computes for these arguments (by parameter, as bound) on `device`."""
+        if self._call is None:
+            self._generate()
+        return self._keyer.find(device, *values)[1]
 
     def __repr__(self):
         return f"<bundled kernel {self.name} ({len(self._variants)} variants)>"
@@ -507,7 +495,8 @@ class BundleKernel:
     def release(self):
         """Let go of the modules this kernel loaded (the next launch loads them again)."""
         with self._lock:
-            self._last[0] = (None, None)
+            if self._keyer is not None:
+                self._keyer.forget()
             self._cache.clear()
             self._functions.clear()
             _release(self._modules)

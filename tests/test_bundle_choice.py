@@ -151,7 +151,7 @@ def test_the_variant_chosen_is_tritons_specialization_or_the_most_specialised_co
     if kernel._call is None:
         kernel._generate()
     values = args + (kwargs.get("BLOCK", BK.V.MISSING),)
-    key = tuple(f(v) for f, v in zip(kernel._key_functions, values))  # the generated call's key functions
+    key = kernel.key(0, *values)  # the generated call's key
     got = chosen.id if chosen is not None else None
     assert _KEYS.setdefault(key, got) == got, (key, args)
 
@@ -181,18 +181,30 @@ def recording_call(kernel, monkeypatch, torch_tensors):
 @pytest.mark.parametrize("torch_tensors", [False, True])
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(x=TENSORS, out=TENSORS, n=INTS, stride=INTS, s=SCALES, kwargs=KWARGS)
-def test_the_generated_call_keys_as_the_key_functions_do(scale, monkeypatch, torch_tensors, x, out, n, stride, s,
-                                                         kwargs):
-    """The generated call inlines the int table (specialization.INT_KEYS), key_of for floats (and key_of_pointer for torch tensors): the key it
-    computes must be the key functions' own. Its slow path is replaced by one that records the key
-    (nothing is chosen or launched); with torch_tensors, FakeTensor plays torch.Tensor."""
+def test_the_generated_call_keys_by_the_one_rule(scale, monkeypatch, torch_tensors, x, out, n, stride, s, kwargs):
+    """The generated call keys its arguments in one C call (GuardKey.find, BundleKernel.key):
+    the device, then two items per parameter, by the rules the guard's key follows: a torch
+    tensor by dtype and alignment, an int by specialization.int_key, a float by class, a
+    constexpr by class and value; other arguments (tensors of other classes) by key_of. Its
+    slow path is replaced by one that records the key (nothing is chosen or launched); with
+    torch_tensors, FakeTensor plays torch.Tensor."""
+    from launcher.specialization import int_key
+
     kernel, _ = scale
     fresh, keys, call, source = recording_call(kernel, monkeypatch, torch_tensors)
-    assert ("_launcher_TENSOR" in source) == torch_tensors and "_launcher_IK.get(n)" in source
-    assert "_launcher_FLOAT if scale.__class__ is _launcher_float" in source
+    assert "_launcher_FIND(_launcher_device(), x_ptr, out_ptr, n, stride, scale, BLOCK, )" in source
     fresh[(1,)](x, out, n, stride, s, **kwargs)
     values = (x, out, n, stride, s, kwargs.get("BLOCK", BK.V.MISSING))
-    assert keys == [tuple(f(v) for f, v in zip(fresh._key_functions, values)) + (0,)], (values, keys)
+    assert keys == [fresh.key(0, *values)], (values, keys)
+
+    def tensor(t):
+        return (t.dtype, t.data_ptr() % 16 == 0) if torch_tensors else (BK.key_of(t), None)
+
+    def scalar(v):
+        return (int_key(v) if v.__class__ is int else v.__class__), None
+
+    block = kwargs.get("BLOCK", BK.V.MISSING)
+    assert keys[0] == (0, *tensor(x), *tensor(out), *scalar(n), *scalar(stride), *scalar(s), block.__class__, block)
 
 
 @pytest.fixture(scope="module")
@@ -220,21 +232,27 @@ NESTED_LIKE = st.one_of(st.tuples(st.tuples(TENSORS, INTS), st.tuples(st.just(5)
 @pytest.mark.parametrize("torch_tensors", [False, True])
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(out=TENSORS, t=TUPLE_LIKE, nested=NESTED_LIKE, scale=SCALES)
-def test_the_generated_call_keys_tuples_as_key_of_does(tuples, monkeypatch, torch_tensors, out, t, nested, scale):
-    """Tuples whose structure every variant shares are keyed item by item inline: the key the
-    generated call computes is key_of's, for tuples of that length and for anything else (other
-    lengths, lists, scalars), so equal keys still choose alike."""
-    fresh, keys, _, source = recording_call(tuples, monkeypatch, torch_tensors)
-    assert "if t.__class__ is _launcher_tuple and _launcher_len(t) == 3:" in source and \
-        "if _launcher_t2_0.__class__ is _launcher_tuple" in source
+def test_tuples_are_keyed_by_key_of_and_equal_keys_choose_alike(tuples, monkeypatch, torch_tensors, out, t, nested,
+                                                                  scale):
+    """Tuples (and lists, and whatever else a tuple parameter gets) are keyed item by item by
+    key_of: calls with equal keys choose the same variant, or fail alike."""
+    fresh, keys, _, _ = recording_call(tuples, monkeypatch, torch_tensors)
     fresh[(1,)](out, t, nested, 2, scale)
-    assert keys == [(BK.key_of_pointer(out), BK.key_of(t), BK.key_of(nested), BK.constexpr_key(2),
-                     BK.key_of(scale), 0)], (t, nested)
+    assert keys == [fresh.key(0, out, t, nested, 2, scale)] and keys[0][3:5] == (BK.key_of(t), None)
+    try:
+        got = fresh.choose(arch=90)(out, t, nested, 2, scale).id
+    except Exception as e:
+        got = type(e).__name__
+    assert _TUPLE_KEYS.setdefault((torch_tensors, keys[0]), got) == got, (t, nested)
 
 
-def test_a_hit_launches_tuples_with_the_addresses_its_key_read(tuples, monkeypatch):
-    """Torch tensors keyed inline (top-level and inside tuples) reach the launch as the
-    data_ptr() their key read, the tuples rebuilt around them; every other item as passed."""
+_TUPLE_KEYS = {}
+
+
+def test_a_hit_launches_torch_tensors_as_the_addresses_its_key_read(tuples, monkeypatch):
+    """Torch tensors passed where every variant takes a pointer reach the launch as the
+    data_ptr() their key read; tuples and every other argument as passed (the flat launch reads
+    the addresses inside tuples)."""
     import types
 
     fresh, keys, _, _ = recording_call(tuples, monkeypatch, True)
@@ -245,7 +263,7 @@ def test_a_hit_launches_tuples_with_the_addresses_its_key_read(tuples, monkeypat
     fresh._cache[keys[0]] = types.SimpleNamespace(adjusts=False, function=9, stream=lambda: 0,
                                                   flat=lambda *a: launched.append(a))  # None: launched
     fresh[(1,)](*call)
-    assert launched == [(9, 0, (1, 1, 1), A, (U, 7, 3), ((A + 64, 4), (5, 0.5)), 2, 1.5)]
+    assert launched == [(9, 0, (1, 1, 1), A, (x, 7, 3), ((y, 4), (5, 0.5)), 2, 1.5)]
 
 
 def test_the_last_calls_entry_serves_only_its_own_key_and_release_forgets_it(tuples, monkeypatch):
@@ -275,8 +293,7 @@ def test_the_last_calls_entry_serves_only_its_own_key_and_release_forgets_it(tup
 @pytest.mark.parametrize("torch_tensors", [False, True])
 def test_parameters_named_like_builtins_hide_none_the_generated_call_uses(tmp_path, monkeypatch, torch_tensors):
     """A kernel whose parameters are named len, tuple, int, float and str: its generated call
-    refers to no builtin by its own name (a parameter would hide it), and keys as the key
-    functions do."""
+    refers to no builtin by its own name (a parameter would hide it), and keys as BundleKernel.key does."""
     import builtins
 
     import kernels as K
@@ -292,7 +309,7 @@ def test_parameters_named_like_builtins_hide_none_the_generated_call_uses(tmp_pa
     assert not set(call.__code__.co_names) & set(vars(builtins))
     values = (FakeTensor(A, tl.float32), 3, FakeTensor(A, tl.float32), 5, 1.5, 7)
     fresh[(1,)](*values, BLOCK=64)
-    assert keys == [tuple(f(v) for f, v in zip(fresh._key_functions, values + (64,))) + (0,)]
+    assert keys == [fresh.key(0, *values, 64)]
 
 
 DESCRIPTOR_BLOCKS = st.sampled_from([[64, 64], [64, 32], [32, 64], [16]])
@@ -302,8 +319,8 @@ DESCRIPTOR_BLOCKS = st.sampled_from([[64, 64], [64, 32], [32, 64], [16]])
 @given(a=st.tuples(TENSORS, DESCRIPTOR_BLOCKS, st.sampled_from([None, "swizzle128", "swizzle64"])),
        b=st.tuples(TENSORS, DESCRIPTOR_BLOCKS, st.sampled_from([None, "swizzle128", "swizzle64"])))
 def test_a_descriptor_key_holds_what_its_triton_type_says(a, b):
-    """key_of_descriptor skips formatting Triton's type string of a host descriptor, but keys
-    everything in it: descriptors with equal keys have equal types (so choose alike)."""
+    """key_of skips formatting Triton's type string of a host descriptor, but keys everything in
+    it: descriptors with equal keys have equal types (so choose alike)."""
     import types
 
     from launcher.specialization import _tensordesc_type
@@ -315,10 +332,10 @@ def test_a_descriptor_key_holds_what_its_triton_type_says(a, b):
         return d
 
     da, db = desc(*a), desc(*b)
-    if BK.key_of_descriptor(da) == BK.key_of_descriptor(db):
+    if BK.key_of(da) == BK.key_of(db):
         assert _tensordesc_type(da) == _tensordesc_type(db)
-    assert BK.key_of_descriptor(types.SimpleNamespace(base=None, block_shape=[1])) == \
-        BK.key_of(types.SimpleNamespace(base=None, block_shape=[1]))
+    odd = types.SimpleNamespace(base=None, block_shape=[1])  # no dtype: keyed by what Triton's type says
+    assert BK.key_of(odd) == (types.SimpleNamespace, _tensordesc_type(odd))
 
 
 # ---- the rules, one by one ----

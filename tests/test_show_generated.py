@@ -74,6 +74,6 @@ def test_a_bundled_kernels_call(tmp_path):
     launcher.export(path, C.BY_NAME["vector_add"].compile())
     proc = _run(str(path), "add_kernel")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("def launch(_launcher_grid, /, ") and "_launcher_cache[_launcher_key]" in proc.stdout
+    assert proc.stdout.startswith("def launch(_launcher_grid, /, ") and "_launcher_FIND(_launcher_device(), " in proc.stdout
     proc = _run(str(path), "no_such_kernel")
     assert proc.returncode == 2 and "has no kernel 'no_such_kernel'" in proc.stderr
