@@ -1257,6 +1257,8 @@ GC_TYPE(de, DescEncoder, 0,
  *   an exact int:      int_key's code (read from the parameter's table of int_key's codes,
  *                      specialization.INT_KEYS, else int_key(v, specialize, align)), None;
  *   a float, a bool, None: its class, None;
+ *   an exact tuple:    the tuple of its items' keys (gk_item_key: Triton specializes them fully,
+ *                      as fast_dispatch._item_key states), None;
  *   anything else:     classify(v, specialize, align, tensor), None.
  * The answer is the tuple (key, *values): the launch value of each parameter marked `out`, a
  * tensor's data_ptr() (read once, for the key and the launch), else the argument.  Where classify
@@ -1348,6 +1350,47 @@ static int gk_aligned(PyObject *p, unsigned long long mask) {
     return t < 0 ? -1 : !t;
 }
 
+#define GK_TUPLE_DEPTH 32  /* tuples nested deeper are keyed by classify */
+
+/* The key of an item of an exact tuple argument (Triton specializes items fully): a `tensor` by
+ * (dtype, data_ptr() & mask is 0), an exact int by int_key's code (the parameter's table where it is
+ * specialized fully, else int_key(v, True, True)), a float, bool or None by its class, an exact
+ * tuple by the tuple of its items' keys, anything else by classify(v, True, True, tensor), whose
+ * NoKey is raised.  A new reference, or NULL with an error. */
+static PyObject *gk_item_key(GuardKey *self, const gk_param *p, PyObject *v, int depth) {
+    PyTypeObject *cls = Py_TYPE(v);
+    PyObject *k;
+    if ((PyObject *)cls == self->tensor) {
+        PyObject *dtype = PyObject_GetAttr(v, s_dtype), *ptr = dtype ? PyObject_CallMethodObjArgs(v, s_data_ptr, NULL) : NULL;
+        int r = ptr ? gk_aligned(ptr, self->mask) : -1;
+        k = r < 0 ? NULL : PyTuple_Pack(2, dtype, r ? Py_True : Py_False);
+        Py_XDECREF(dtype); Py_XDECREF(ptr);
+        return k;
+    }
+    if (PyLong_CheckExact(v)) {
+        if (p->specialize && p->align && (k = PyDict_GetItemWithError(p->table, v))) return Py_NewRef(k);
+        if (PyErr_Occurred()) return NULL;
+        return PyObject_CallFunctionObjArgs(self->int_key, v, Py_True, Py_True, NULL);
+    }
+    if (PyFloat_CheckExact(v) || PyBool_Check(v) || v == Py_None) return Py_NewRef((PyObject *)cls);
+    if (PyTuple_CheckExact(v) && depth < GK_TUPLE_DEPTH) {
+        Py_ssize_t n = PyTuple_Size(v);
+        PyObject *key = PyTuple_New(n);
+        for (Py_ssize_t i = 0; key && i < n; i++) {
+            PyObject *item = gk_item_key(self, p, PyTuple_GetItem(v, i), depth + 1);
+            if (!item) Py_CLEAR(key);
+            else PyTuple_SetItem(key, i, item);
+        }
+        return key;
+    }
+    k = PyObject_CallFunctionObjArgs(self->classify, v, Py_True, Py_True, self->tensor, NULL);
+    if (k && (PyObject *)Py_TYPE(k) == self->no_key) {  /* a class that never keys, inside a tuple */
+        PyErr_SetObject(self->no_key, k);
+        Py_CLEAR(k);
+    }
+    return k;
+}
+
 /* The key's items of a call (heads: self->heads values, args: self->n arguments), as new
  * references in items[0 .. heads + 2n): 0; or 1 where an argument of a class that never keys
  * was found (*nokey: a new reference to the NoKey instance that stands for the key; no items
@@ -1392,6 +1435,8 @@ static int gk_items(GuardKey *self, PyObject *const *heads, PyObject *const *arg
             }
         } else if (PyFloat_CheckExact(a) || PyBool_Check(a) || a == Py_None) {
             k = Py_NewRef((PyObject *)cls);
+        } else if (PyTuple_CheckExact(a)) {
+            if (!(k = gk_item_key(self, p, a, 1))) goto error;
         } else {
             k = PyObject_CallFunctionObjArgs(self->classify, a, p->specialize ? Py_True : Py_False,
                                              p->align ? Py_True : Py_False, self->tensor, NULL);

@@ -63,21 +63,27 @@ REQUIRED = _Required()
 # specialization.int_key, floats, bools, None, constexprs) are keyed there; key_of keys the rest,
 # raw_key what a layer reads by value.
 _BEYOND_64_BITS = "int: beyond 64 bits"
+_IK = INT_KEYS[True, True]
 
 
-def key_of(v):
+def key_of(v, tensor=None):
     """What the choice of a variant depends on in argument `v` (an argument GuardKey hands back,
-    or an item of a tuple): the same classes as GuardKey for ints, floats, bools and None."""
+    or an item of a tuple): as GuardKey keys ints, floats, bools, None and instances of `tensor`
+    (torch.Tensor where the generated call keys torch's tensors)."""
     cls = v.__class__
     if cls is int:
-        return _int_key(v)
+        return _IK.get(v) or _int_key(v)  # int_key's table first, as GuardKey reads it (no code is 0)
     if cls is float or cls is bool or v is None:
         return cls
+    if cls is tensor:
+        return (v.dtype, not v.data_ptr() & DIVISIBILITY_MASK)
+    if cls is tuple:
+        return (tuple, tuple([key_of(x, tensor) for x in v]))
     data_ptr = getattr(v, "data_ptr", None)
     if data_ptr is not None:
         return (cls, getattr(v, "dtype", None), divisible(data_ptr()))
-    if cls is tuple or cls is list or isinstance(v, tuple):
-        return (tuple, tuple([key_of(x) for x in v]))
+    if cls is list or isinstance(v, tuple):
+        return (tuple, tuple([key_of(x, tensor) for x in v]))
     cai = array_interface(v)
     if cai is not None:
         return (cls, cai[1], divisible(cai[0]))
@@ -98,7 +104,7 @@ def _int_key(v, specialize=True, align=True):
 
 def _classify(v, specialize, align, tensor):
     """GuardKey's classify: key_of."""
-    return key_of(v)
+    return key_of(v, tensor)
 
 
 def raw_key(v):

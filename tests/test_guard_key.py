@@ -377,3 +377,26 @@ def test_entries_must_be_a_dict_and_a_hit_needs_them():
         _call.GuardKey(PARAMS, len(HEADS), Tensor, int_key, classify, NoKey, DIVISIBILITY_MASK,
                        {"jit": 1, "runtime": 1, "stream": 1, "hook_chain": None, "check_globals": 1, "grid3": 1,
                         "names": ("x", "n", "m", "k", "BLOCK"), "fields": {}})
+
+
+def test_a_tuple_is_keyed_item_by_item_in_c_as_classify_keys_it():
+    """An exact tuple is keyed in C by the rule of fast_dispatch._item_key (Triton specializes
+    items fully): the same key classify gives; a never-keying item raises its NoKey; nesting past
+    C's depth goes on through classify."""
+    k = keyer(entries={})
+    t = (Tensor(0x2000), Tensor(0x2004, "fp16"), 7, 16, 2**40, 2.5, True, None, (1, (Tensor(0x10), 3.0)))
+    assert k.key(*HEADS, t, 1, 1, 1, 1)[0][3] == classify(t, True, True, Tensor)
+    deep = 5
+    for _ in range(40):
+        deep = (deep,)
+    assert k.key(*HEADS, deep, 1, 1, 1, 1)[0][3] == classify(deep, True, True, Tensor)
+
+    class Descriptor:
+        block_shape, base = [16], None
+
+    with pytest.raises(NoKey):
+        classify(Descriptor(), True, True)  # registers the class as one that never keys
+    with pytest.raises(NoKey):
+        k.key(*HEADS, (1, Descriptor()), 1, 1, 1, 1)
+    with pytest.raises(NoKey, match="beyond 64 bits"):
+        k.find(*HEADS, (2**70,), 1, 1, 1, 1)
