@@ -79,6 +79,8 @@ def key_of(v, tensor=None):
         return (v.dtype, not v.data_ptr() & DIVISIBILITY_MASK)
     if cls is tuple:
         return (tuple, tuple([key_of(x, tensor) for x in v]))
+    if cls in _DESCRIPTOR_CLASSES and hasattr(v, "block_shape"):  # seen below before: no failing probes first
+        return _descriptor_key(v)
     data_ptr = getattr(v, "data_ptr", None)
     if data_ptr is not None:
         return (cls, getattr(v, "dtype", None), divisible(data_ptr()))
@@ -87,13 +89,23 @@ def key_of(v, tensor=None):
     cai = array_interface(v)
     if cai is not None:
         return (cls, cai[1], divisible(cai[0]))
-    if hasattr(v, "block_shape"):  # a host tensor descriptor: what Triton's type of it says, unformatted
-        try:
-            base = v.base
-            return (cls, base.__class__, base.dtype, tuple(v.block_shape), getattr(v, "layout", None))
-        except (AttributeError, TypeError):
-            return (cls, _tensordesc_type(v))
+    if hasattr(v, "block_shape"):  # a host tensor descriptor
+        if len(_DESCRIPTOR_CLASSES) < 64:
+            _DESCRIPTOR_CLASSES.add(cls)
+        return _descriptor_key(v)
     return (cls, v)
+
+
+_DESCRIPTOR_CLASSES = set()  # classes key_of found to be host tensor descriptors
+
+
+def _descriptor_key(v):
+    """A host tensor descriptor's key: what Triton's type of it says, without formatting it."""
+    try:
+        base = v.base
+        return (v.__class__, base.__class__, base.dtype, tuple(v.block_shape), getattr(v, "layout", None))
+    except (AttributeError, TypeError):
+        return (v.__class__, _tensordesc_type(v))
 
 
 def _int_key(v, specialize=True, align=True):
