@@ -1247,8 +1247,9 @@ GC_TYPE(de, DescEncoder, 0,
  * key(*heads, *arguments) takes the `heads` values the generated guard reads first (device,
  * debug flags, knobs, options) and then one argument per kernel parameter, and answers the key
  * tuple: the heads, then two items per parameter:
- *   a constexpr:       its class and its value (a tuple: table(v), which refuses one nested
- *                      too deep to hash, where the parameter has a table);
+ *   a constexpr:       its class and its value (a tuple: table(v), spec.bounded, which
+ *                      refuses one nested too deep to hash and keys its items by class and
+ *                      value, where the parameter has a table);
  *   a parameter keyed by value (a bundle's autotune key or heuristics input): an exact int,
  *                      float, bool, str or None by its class and its value; anything else
  *                      table(v) (the parameter's own callable), None;
@@ -1686,6 +1687,7 @@ static int gk_lookup(GuardKey *self, PyObject *const *heads, PyObject *const *ar
     }
     r = 0;
 out:
+    if (r < 0) Py_CLEAR(*entry);  /* an error: no entry (the key stays, where it was made) */
     Py_XDECREF(last);
     if (items != istack) PyMem_Free(items);
     return r;

@@ -300,6 +300,12 @@ class BundleKernel:
         return self._binder(*args, **kwargs)
 
     def _generate(self):
+        with self._lock:  # one call and one keyer per kernel (release() forgets that keyer's last entry)
+            if self._call is None:
+                self._call = self._generate_call()
+            return self._call
+
+    def _generate_call(self):
         signature, stream, namespace = codegen.bundle_signature(self.params, self._layer_names, True, V.MISSING,
                                                                 REQUIRED)
         torch = sys.modules.get("torch") if _torch_cuda() and _torch_raw else None  # tensors keyed by GuardKey
@@ -316,8 +322,7 @@ class BundleKernel:
                                             names="".join(f"{n}, " for n in self.names),
                                             outs="".join(f"{n}, " for n in passed if n.startswith("_launcher_p")),
                                             passed="".join(f"{n}, " for n in passed))
-        self._call = _compile(source, "launch", namespace, self.name)
-        return self._call
+        return _compile(source, "launch", namespace, self.name)
 
     def key(self, device, *values):
         """The key the generated call computes for these arguments (by parameter, as bound) on `device`."""

@@ -358,10 +358,18 @@ def check_nesting(value, where: str) -> None:
 
 
 def bounded(value):
-    """`value` (a constexpr, an exact argument value), after check_nesting: what a key may hold and
-    hash (hashing recurses in C; a tuple nested a million deep would exhaust its stack)."""
+    """The key of a constexpr tuple (or list): refused by check_nesting where it nests too deep to
+    hash (hashing recurses in C; a tuple nested a million deep would exhaust its stack), else each
+    item by class and value, so that (True, 4), (1, 4) and (1.0, 4), equal as tuples, key apart
+    (Triton compiles each apart)."""
     check_nesting(value, "a constexpr")
-    return value
+    return _typed(value)
+
+
+def _typed(value):
+    if isinstance(value, (tuple, list)):
+        return value.__class__, tuple([_typed(v) for v in value])
+    return value.__class__, value
 
 
 def encode_constant(value, _depth: int = 0):

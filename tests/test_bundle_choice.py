@@ -193,6 +193,7 @@ def test_the_generated_call_keys_by_the_one_rule(scale, monkeypatch, torch_tenso
     kernel, _ = scale
     fresh, keys, call, source = recording_call(kernel, monkeypatch, torch_tensors)
     assert "_launcher_FIND(_launcher_device(), x_ptr, out_ptr, n, stride, scale, BLOCK, )" in source
+    assert fresh._generate() is call and fresh[(1,)].__func__ is call  # one call and one keyer per kernel
     fresh[(1,)](x, out, n, stride, s, **kwargs)
     values = (x, out, n, stride, s, kwargs.get("BLOCK", BK.V.MISSING))
     assert keys == [fresh.key(0, *values)], (values, keys)

@@ -358,7 +358,26 @@ def test_a_tuple_constexpr_is_bounded_before_anything_hashes_it():
     k = keyer(params=params, entries={})
     with pytest.raises(TypeError, match="nested more than 32 deep"):
         k.find(*HEADS, deep)
-    assert k.key(*HEADS, ((1, 2), 3))[0][len(HEADS):] == (tuple, ((1, 2), 3))
+    assert k.key(*HEADS, ((1, 2), 3))[0][len(HEADS):] == (tuple, spec.bounded(((1, 2), 3)))
+    # tuples equal by == but of items Triton compiles apart key apart
+    keys = {k.key(*HEADS, t)[0] for t in [(True, 4), (1, 4), (1.0, 4), ((1,), 4), ([1], 4)]}
+    assert len(keys) == 5
+
+
+def test_an_error_after_the_last_entry_was_taken_leaves_no_reference_to_it():
+    k, record, jit, *_ = hit_setup()
+    entry = next(iter(record["entries"].values()))
+    assert k.find(*HEADS, *CALL)[0] is entry  # remembered
+
+    class Broken(Jit):
+        hash = property(lambda self: 1 / 0)
+
+    jit.__class__ = Broken
+    before = sys.getrefcount(entry)
+    for _ in range(100):
+        with pytest.raises(ZeroDivisionError):
+            k.find(*HEADS, *CALL)
+    assert sys.getrefcount(entry) == before
 
 
 @pytest.mark.parametrize("params", [((3, True, True, False, None),), ((2, True, True, False, None),),
