@@ -146,7 +146,7 @@ def key_params(params, raw, kinds) -> tuple:
     _leaf_kind's per parameter)."""
     return tuple((1, True, True, False, S.bounded) if p.constexpr else
                  (2, True, True, False, raw_key) if p.name in raw else
-                 (0, True, True, kind in ("pointer", "any"), INT_KEYS[True, True])
+                 (0, True, True, kind in ("pointer", "any"), _IK)
                  for p, kind in zip(params, kinds))
 
 

@@ -415,7 +415,8 @@ def guard_heads(knobs, device="_launcher_dev", options="_launcher_okey") -> list
 def guard_key_params(params, hints=None) -> tuple:
     """launcher._call.GuardKey's params for a kernel: (constexpr, specialize, align, out, table)
     per parameter, where `table` is an argument's table of specialization.int_key codes (a
-    constexpr's: spec.bounded, which refuses a tuple nested too deep to hash) and `out` marks a parameter whose argument in a first call was not a scalar (or that has no
+    constexpr's: spec.bounded, the key of a constexpr tuple) and `out` marks a parameter whose
+    argument in a first call was not a scalar (or that has no
     hint): the key call also answers its launch value (a tensor's data_ptr(), read once). The
     generated code names those values `_launcher_p<i>` (guard_source)."""
     hints = hints or {}
