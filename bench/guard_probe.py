@@ -9,14 +9,14 @@ median over rounds of each row's µs per call and of its ratio to the floor of t
 Rows, from the whole hit down to its parts:
   floor               cuLaunchKernelEx in a C loop (BoundLaunch.repeat)
   prepared p(*new)    launcher.prepare's C call with the arguments passed again
-  guard kernel[grid]  the whole hit, as users write it (GuardItem binds the grid to the generated
-                      call, whose frame makes the C hit)
-  kernel[grid] taken once  the bound call taken once, called each time (no GuardItem)
-  guard call()        the generated call, called directly (no binding)
-  C hit               GuardKey.hit with the heads already read (no generated code)
-  C key               GuardKey.key alone: the key and the data_ptr() reads, no lookup, no launch
+  guard kernel[grid]  the whole hit, as users write it (GuardItem hands out a GuardCall, whose
+                      C call binds the arguments and makes the hit)
+  kernel[grid] taken once  the GuardCall taken once, called each time (no GuardItem)
+  keyer.call()        GuardKey.call(grid, ...): the binding and the hit (no GuardCall made)
+  C hit               GuardKey.hit with the arguments bound (heads, key, lookup, checks, launch)
+  C key               GuardKey.key alone: the heads, the key and the data_ptr() reads, no lookup
   flat launch         the entry's FlatLaunch.launch with the values already read
-  heads               the generated call's head reads (device, debug flags, knobs), no call
+  device + stream     the current-device and current-stream getters a hit calls
   3 data_ptr + dtype  what any path reads of the three tensors
 """
 from __future__ import annotations
@@ -52,34 +52,29 @@ def main():
         ck = add[grid](x, x, x, n, BLOCK=1024)
     torch.cuda.synchronize()
     guard = add.__dict__[fast_dispatch._GUARD]
-    # what the generated code reads, and its heads as it reads them for the hit
-    ns = {**guard.call.__globals__, **codegen.cells(guard.call)}
-    ns = {k: v.cell_contents if hasattr(v, "cell_contents") else v for k, v in ns.items()}
-    hit, key = ns["_launcher_HIT"], ns["_launcher_KEY"]
-    heads = eval("lambda: (" + ", ".join(codegen.guard_heads(fast_dispatch._knobs({}), "_launcher_DEVICE()", "()")) + ",)",
-                 ns)
-
-    h = heads()
-    keyed = key(*h, x, x, x, n, 1024)
+    keyer = guard.keyer
+    hit, key, device = keyer.hit, keyer.key, keyer.device
+    dev = device()
+    get_stream = codegen.cells(guard.general)["_launcher_STREAM"].cell_contents
+    keyed = key(dev, (), x, x, x, n, 1024)
     entry = guard.entries[keyed[0]]
     flat, function = entry[codegen.GuardEntry._fields.index("flat")], ck.function
-    outs = iter(keyed[1:])  # the launch values: the key call's for the parameters it marks out
-    values = [next(outs) if spec[3] else v for spec, v in zip(guard._key_spec[0], (x, x, x, n, 1024))]
+    values = (x.data_ptr(), x.data_ptr(), x.data_ptr(), n, 1024)
     stream = torch.cuda.current_stream().cuda_stream
     p = launcher.prepare(add, grid, x, x, x, n, BLOCK=1024)
     bound = ck._run.bind(1, 1, 1, stream, function, ck.packed_metadata, x, x, x, n, 1024)
-    call, taken = guard.call, add[grid]
+    call, taken = keyer.call, add[grid]
     B = a.batch
     rows = {
         "floor": lambda: bound.repeat(B),
         "prepared p(*new)": lambda: [p(x, x, x, n) for _ in range(B)],
         "guard kernel[grid]": lambda: [add[grid](x, x, x, n, BLOCK=1024) for _ in range(B)],
         "kernel[grid] taken once": lambda: [taken(x, x, x, n, BLOCK=1024) for _ in range(B)],
-        "guard call()": lambda: [call(grid, x, x, x, n, BLOCK=1024) for _ in range(B)],
-        "C hit": lambda: [hit(grid, *h, x, x, x, n, 1024) for _ in range(B)],
-        "C key": lambda: [key(*h, x, x, x, n, 1024) for _ in range(B)],
+        "keyer.call()": lambda: [call(grid, x, x, x, n, BLOCK=1024) for _ in range(B)],
+        "C hit": lambda: [hit(grid, x, x, x, n, 1024) for _ in range(B)],
+        "C key": lambda: [key(dev, (), x, x, x, n, 1024) for _ in range(B)],
         "flat launch": lambda: [flat(function, stream, grid, *values) for _ in range(B)],
-        "heads": lambda: [heads() for _ in range(B)],
+        "device + stream": lambda: [get_stream(device()) for _ in range(B)],
         "3 data_ptr + dtype": lambda: [(x.data_ptr(), x.dtype, x.data_ptr(), x.dtype, x.data_ptr(), x.dtype)
                                        for _ in range(B)],
     }

@@ -38,6 +38,19 @@
 
 #include "launcher.h"
 
+/* Vectorcall (PEP 590), for the objects `kernel[grid](...)` calls (GuardItem, GuardCall): the
+ * protocol (the flag, the type's offset, the function's signature) is the same from Python 3.8
+ * on, and is part of the limited API from 3.12; the names it needs are stated here for the 3.10
+ * build.  A heap type takes its offset from its spec's "__vectorcalloffset__" member (3.9 on),
+ * and keeps a tp_call for callers that use that slot. */
+#if Py_LIMITED_API + 0 < 0x030C0000
+typedef PyObject *(*vectorcallfunc)(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+#define PY_VECTORCALL_ARGUMENTS_OFFSET ((size_t)1 << (8 * sizeof(size_t) - 1))
+#define Py_TPFLAGS_HAVE_VECTORCALL (1UL << 11)
+static inline Py_ssize_t PyVectorcall_NARGS(size_t n) { return (Py_ssize_t)(n & ~PY_VECTORCALL_ARGUMENTS_OFFSET); }
+#endif
+#include <structmember.h>  /* PyMemberDef's T_PYSSIZET, READONLY: the vectorcall offset */
+
 /* The native entries, as the header declares them (called through the addresses Python gives:
  * launcher._native is another extension module, not a library this one links). */
 typedef __typeof__(&launcher_launch) launch_fn;
@@ -1239,14 +1252,21 @@ GC_TYPE(de, DescEncoder, 0,
 /* ---- a guarded kernel[grid] call: its key, and its hit ----
  *
  * GuardKey(params, heads, tensor, int_key, classify, no_key, mask, hit=None, entries=None) is made
- * once per guarded kernel (launcher.fast_dispatch.Guard._keyer) and per bundled kernel
+ * once per guarded kernel (launcher.fast_dispatch.Guard._namespace) and per bundled kernel
  * (launcher.bundle_kernel.BundleKernel._generate), and carries out, in C, the key rules
  * Python states (launcher.fast_dispatch and launcher.specialization: this file decides none of
- * them), and the hit the guard's generated code makes (launcher.codegen.GUARD_TEMPLATE).
+ * them), the guard's hit, and the guard's kernel[grid] call (below: it binds the arguments and
+ * hits, and leaves the rest to the generated general path, launcher.codegen.GUARD_TEMPLATE).
  *
- * key(*heads, *arguments) takes the `heads` values the generated guard reads first (device,
- * debug flags, knobs, options) and then one argument per kernel parameter, and answers the key
- * tuple: the heads, then two items per parameter:
+ * heads: what the key starts with, each read as its spec says (gk_head): "device" (first),
+ * "options" (the launch options' key), ("attr", obj, name), ("own", obj, name, default),
+ * ("call", fn, args).  The device and the options' key are given to key() and find() (the
+ * "given" heads, in order); a hit reads the device from its getter, and its options' key is ().
+ * The others are read on every call (the guard's: the kernel's debug flag and the knobs in
+ * Triton's key, launcher.fast_dispatch._knobs).
+ *
+ * key(*given heads, *arguments) takes the given heads and then one argument per kernel
+ * parameter, and answers the key tuple: the heads, then two items per parameter:
  *   a constexpr:       its class and its value (a tuple: table(v), spec.bounded, which
  *                      refuses one nested too deep to hash and keys its items by class and
  *                      value, where the parameter has a table);
@@ -1266,8 +1286,8 @@ GC_TYPE(de, DescEncoder, 0,
  * answers an instance of `no_key` (an argument of a class that never keys), that instance stands
  * where the key would (the values None): the guard's code looks for it on a miss only.  Errors raised by the Python code called (int_key, classify, data_ptr) propagate.
  *
- * hit(grid, *heads, *arguments), where `hit` was given (a dict: what the generated code reads,
- * below), is the generated code's hit, whole, for a call without launch options: the key as
+ * hit(grid, *arguments), where `hit` was given (a dict: what the generated code reads, and the
+ * current-device getter), is the guard's hit, whole, for a call without launch options: the key as
  * key() makes it, the entry recorded for it (entries[key], a codegen.GuardEntry, its fields at
  * the positions `fields` names), and, where that entry still holds (the kernel's hash, its
  * device_caches entry for the device and Triton's kernel cache still what was recorded), no
@@ -1285,7 +1305,7 @@ GC_TYPE(de, DescEncoder, 0,
  * (check_globals, the grid, the stream, the launches) propagate, as they do from the generated
  * code.  Each launch is counted (guard_hits()).
  *
- * find(*heads, *arguments), where `entries` was given (a dict: key -> entry), is the lookup
+ * find(*given heads, *arguments), where `entries` was given (a dict: key -> entry), is the lookup
  * alone, for callers that launch by themselves (launcher.bundle_kernel): (entry, key, *the out
  * parameters' launch values), entry None where the dict has none for the key (or the key is a
  * NoKey); errors of the called code, and a key that cannot be hashed, raise.  hit() looks up in
@@ -1298,8 +1318,16 @@ GC_TYPE(de, DescEncoder, 0,
  * Without a hit nothing tests that an entry still holds: the pair serves its key until forget()
  * lets go of it (a bundle that releases its entries' modules).
  *
- * Nothing else here changes after it is made; the remembered pair is replaced whole, so calls on
- * several threads share it (one that replaces it only makes another look its key up). */
+ * call(grid, *args, **kwargs), where set_call() gave the general path, the parameters' defaults
+ * and the never-keying class (if any), is kernel[grid](*args, **kwargs): see gk_call_bound.
+ * GuardItem hands out kernel[grid] as a GuardCall, whose call is this one with the grid bound.
+ * `live` says whether the guard is in front of its kernel (only then does a call hit); settle()
+ * replaces the device getter and the tensor class once torch's CUDA is up.
+ *
+ * Besides the remembered pair, only the device getter and the tensor class (settle()), `live`
+ * and the call's parts (set_call()) change after it is made, each replaced whole; calls hold
+ * what they call while they call it, so calls on several threads share it (one that replaces
+ * the pair only makes another look its key up). */
 enum { GK_ARGUMENT, GK_CONSTEXPR, GK_BY_VALUE };  /* how a parameter is keyed (params' first item) */
 
 typedef struct {
@@ -1312,17 +1340,33 @@ enum { F_HASH, F_CACHES, F_KERNEL_GET, F_TRITON_KEY, F_KERNEL, F_LAUNCHER, F_FUN
 static const char *const gk_field_names[F_COUNT] = {
     "hash", "caches", "kernel_get", "triton_key", "kernel", "launcher", "function", "direct", "flat"};
 
+/* A head of the key (heads' items): the device (given to key() and find(); the `device` getter's
+ * answer in a hit), the launch options' key (given to key(); () in a hit), obj.name (attr),
+ * obj.__dict__.get(name, extra) (own: a knob's own setting), obj(*extra) (call). */
+enum { H_DEVICE, H_OPTIONS, H_ATTR, H_OWN, H_CALL };
+static const char *const gk_head_kinds[] = {"device", "options", "attr", "own", "call"};
+
+typedef struct {
+    char kind;
+    PyObject *obj, *name, *extra;
+} gk_head;
+
 typedef struct {
     PyObject_HEAD
     gk_param *params;
-    Py_ssize_t n, heads, outs;
+    Py_ssize_t n, heads, given, outs;
+    gk_head *head;
     PyObject *tensor, *int_key, *classify, *no_key;
     unsigned long long mask;
     /* hit: all set, or none */
-    PyObject *jit, *runtime, *stream, *hook_chain, *check_globals, *grid3, *names;
+    PyObject *jit, *runtime, *device, *stream, *hook_chain, *check_globals, *grid3, *names;
     Py_ssize_t fields[F_COUNT];
     PyObject *entries;  /* key -> entry (find and hit), or NULL */
     PyObject *last;  /* (key, entry) of the last key found, or NULL */
+    /* the call (set_call): all set, or none */
+    PyObject *general, *defaults, *missing, *never_class, *kname;
+    Py_ssize_t never;  /* the parameter whose argument of class never_class goes to the general path, or -1 */
+    int live;  /* whether the guard is in front of its kernel: a call hits only then */
 } GuardKey;
 
 static PyObject *s_hash, *s_device_caches, *s_pre_run_hooks, *s_stages, *s_used_globals, *s_launch_failed;
@@ -1331,6 +1375,52 @@ static unsigned long long guard_hit_count;
 
 static void release(PyObject **values, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) Py_CLEAR(values[i]);
+}
+
+/* The heads of a call, as new references in out[0 .. heads): the given ones from `given`, in
+ * order (the device, the options' key), or where `given` is NULL (a hit: a call without launch
+ * options) the device getter's answer and (); the others as their spec says.  0, or -1 with an
+ * error (nothing left in out). */
+static PyObject *s_dict;
+static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out) {
+    Py_ssize_t g = 0;
+    for (Py_ssize_t i = 0; i < self->heads; i++) {
+        const gk_head *h = &self->head[i];
+        PyObject *v = NULL, *d;
+        switch (h->kind) {
+        case H_DEVICE:
+            if (given) {
+                v = Py_NewRef(given[g++]);
+            } else {
+                PyObject *get = Py_NewRef(self->device);  /* settle() may replace it meanwhile */
+                v = PyObject_CallObject(get, NULL);
+                Py_DECREF(get);
+            }
+            break;
+        case H_OPTIONS:
+            v = given ? Py_NewRef(given[g++]) : PyTuple_New(0);
+            break;
+        case H_ATTR:
+            v = PyObject_GetAttr(h->obj, h->name);
+            break;
+        case H_OWN:
+            if (!(d = PyObject_GetAttr(h->obj, s_dict))) break;
+            if (PyDict_Check(d)) {
+                v = PyDict_GetItemWithError(d, h->name);
+                if (v) Py_INCREF(v);
+                else if (!PyErr_Occurred()) v = Py_NewRef(h->extra);
+            } else {
+                v = PyObject_CallMethod(d, "get", "OO", h->name, h->extra);
+            }
+            Py_DECREF(d);
+            break;
+        default:
+            v = PyObject_Call(h->obj, h->extra, NULL);
+        }
+        if (!v) { release(out, i); return -1; }
+        out[i] = v;
+    }
+    return 0;
 }
 
 #define GK_STACK 64  /* parameters whose launch values live on the stack; more are allocated */
@@ -1509,16 +1599,22 @@ static PyObject *gk_answer(GuardKey *self, PyObject *key, PyObject *const *args,
     return result;
 }
 
+#define GK_HEADS 16  /* heads at most (checked when made) */
+
 static PyObject *gk_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
     GuardKey *self = (GuardKey *)op;
-    if (nargs != self->heads + self->n) {
-        PyErr_Format(PyExc_TypeError, "GuardKey.key takes %zd arguments (%zd given)", self->heads + self->n, nargs);
+    if (nargs != self->given + self->n) {
+        PyErr_Format(PyExc_TypeError, "GuardKey.key takes %zd arguments (%zd given)", self->given + self->n, nargs);
         return NULL;
     }
-    PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
+    PyObject *heads[GK_HEADS], *stack[GK_STACK] = {NULL};
+    PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *)), *result = NULL;
     if (!values) return PyErr_NoMemory();
-    PyObject *key = gk_build(self, args, args + self->heads, values);
-    PyObject *result = key ? gk_answer(self, key, args + self->heads, values, 0, NULL) : NULL;
+    if (gk_heads(self, args, heads) == 0) {
+        PyObject *key = gk_build(self, heads, args + self->given, values);
+        result = key ? gk_answer(self, key, args + self->given, values, 0, NULL) : NULL;
+        release(heads, self->heads);
+    }
     release(values, self->n);
     if (values != stack) PyMem_Free(values);
     return result;
@@ -1693,25 +1789,28 @@ out:
     return r;
 }
 
-static PyObject *gk_hit(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
-    GuardKey *self = (GuardKey *)op;
-    if (nargs != 1 + self->heads + self->n) {
-        PyErr_Format(PyExc_TypeError, "GuardKey.hit takes %zd arguments (%zd given)", 1 + self->heads + self->n, nargs);
-        return NULL;
-    }
+/* The hit of a call without launch options, every parameter's argument bound (arguments):
+ * hit()'s answer (the kernel launched; key()'s answer for a miss; NotImplemented), NULL with an
+ * error. */
+static PyObject *gk_hit_bound(GuardKey *self, PyObject *grid, PyObject *const *arguments) {
     if (!self->jit) Py_RETURN_NOTIMPLEMENTED;
     int r;  /* what sends the call to the general path, before anything of the call's own runs */
     if ((r = attr_set(self->jit, s_pre_run_hooks, 1)) != 0 || (r = attr_set(self->runtime, s_stages, 0)) != 0
             || (r = hook_set(self->runtime, self->hook_chain, s_enter)) != 0
             || (r = hook_set(self->runtime, self->hook_chain, s_exit)) != 0)
         goto decline;
-    PyObject *const *heads = args + 1, *const *arguments = args + 1 + self->heads;
-    PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
+    PyObject *heads[GK_HEADS], *stack[GK_STACK] = {NULL};
+    PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
     PyObject *result = NULL, *entry = NULL, *key = NULL;
     if (!values) return PyErr_NoMemory();
+    if (gk_heads(self, NULL, heads) < 0) {
+        if (values != stack) PyMem_Free(values);
+        r = -1;
+        goto decline;  /* the general path reads them again, and raises */
+    }
     if (gk_lookup(self, heads, arguments, values, &key, &entry) < 0) goto general;
     if (!entry) goto keyed;  /* a miss (or a NoKey) */
-    if (gk_launch(self, entry, heads[0], args[0], arguments, values) == 0)
+    if (gk_launch(self, entry, heads[0], grid, arguments, values) == 0)
         result = Py_NewRef(field(self, entry, F_KERNEL));
     goto out;
 keyed:  /* a miss (or a NoKey): the general path takes the key made here */
@@ -1725,6 +1824,7 @@ general:  /* the general path makes the key again, and explains */
     result = Py_NewRef(Py_NotImplemented);
 out:
     Py_XDECREF(key); Py_XDECREF(entry);
+    release(heads, self->heads);
     release(values, self->n);
     if (values != stack) PyMem_Free(values);
     return result;
@@ -1736,24 +1836,227 @@ decline:
     Py_RETURN_NOTIMPLEMENTED;
 }
 
+static PyObject *gk_hit(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
+    GuardKey *self = (GuardKey *)op;
+    if (nargs != 1 + self->n) {
+        PyErr_Format(PyExc_TypeError, "GuardKey.hit takes %zd arguments (%zd given)", 1 + self->n, nargs);
+        return NULL;
+    }
+    return gk_hit_bound(self, args[0], args + 1);
+}
+
 static PyObject *gk_find(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
     GuardKey *self = (GuardKey *)op;
-    if (nargs != self->heads + self->n) {
-        PyErr_Format(PyExc_TypeError, "GuardKey.find takes %zd arguments (%zd given)", self->heads + self->n, nargs);
+    if (nargs != self->given + self->n) {
+        PyErr_Format(PyExc_TypeError, "GuardKey.find takes %zd arguments (%zd given)", self->given + self->n, nargs);
         return NULL;
     }
     if (!self->entries) { PyErr_SetString(PyExc_TypeError, "GuardKey.find: no entries were given"); return NULL; }
-    PyObject *stack[GK_STACK] = {NULL}, **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
+    PyObject *heads[GK_HEADS], *stack[GK_STACK] = {NULL};
+    PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
     PyObject *result = NULL, *entry = NULL, *key = NULL;
     if (!values) return PyErr_NoMemory();
-    if (gk_lookup(self, args, args + self->heads, values, &key, &entry) == 0)
-        result = gk_answer(self, key, args + self->heads, values, 1, entry);  /* steals both */
-    else
-        Py_XDECREF(key);
+    if (gk_heads(self, args, heads) == 0) {
+        if (gk_lookup(self, heads, args + self->given, values, &key, &entry) == 0)
+            result = gk_answer(self, key, args + self->given, values, 1, entry);  /* steals both */
+        else
+            Py_XDECREF(key);
+        release(heads, self->heads);
+    }
     release(values, self->n);
     if (values != stack) PyMem_Free(values);
     return result;
 }
+
+/* ---- the call: kernel[grid](*args, **kwargs) of a guarded kernel ----
+ *
+ * The arguments are bound to the kernel's parameters as Python binds a call of the kernel's
+ * function (by position, then by name, the left-out ones their defaults), in C: a call binds
+ * no Python frame.  Keywords that name no parameter are launch options.  A call without
+ * launch options, while the guard is in front of its kernel (live), whose argument for the
+ * parameter `never` is not of never_class, is a hit (gk_hit_bound); anything else, and what the
+ * hit leaves (a miss, keyed; or NotImplemented), goes to the guard's generated general path:
+ * general(grid, keyed or None, options, *every parameter's argument).  A call Python would
+ * refuse to bind raises TypeError here, naming the parameter. */
+static Py_ssize_t gk_index(GuardKey *self, PyObject *name) {
+    for (Py_ssize_t i = 0; i < self->n; i++)
+        if (PyTuple_GetItem(self->names, i) == name) return i;
+    for (Py_ssize_t i = 0; i < self->n; i++)
+        if (PyUnicode_Compare(PyTuple_GetItem(self->names, i), name) == 0) return i;
+    return -1;
+}
+
+static PyObject *gk_call_bound(GuardKey *self, PyObject *grid, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames) {
+    if (!self->general) { PyErr_SetString(PyExc_TypeError, "GuardKey: no call was set (set_call)"); return NULL; }
+    const Py_ssize_t n = self->n, nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    PyObject *stack[GK_STACK] = {NULL}, **bound = n <= GK_STACK ? stack : PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
+    PyObject *options = NULL, *keyed = NULL, *result = NULL, *argv = NULL;
+    if (!bound) return PyErr_NoMemory();
+    if (nargs > n) {
+        PyErr_Format(PyExc_TypeError, "%U[grid](): takes %zd positional arguments (the kernel's parameters) but %zd were given",
+                     self->kname, n, nargs);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) bound[i] = args[i];  /* borrowed: the caller holds them */
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *name = PyTuple_GetItem(kwnames, k);
+        if (!PyUnicode_Check(name)) { PyErr_SetString(PyExc_TypeError, "keywords must be strings"); goto done; }
+        Py_ssize_t i = gk_index(self, name);
+        if (i < 0) {  /* a launch option */
+            if (!options && !(options = PyDict_New())) goto done;
+            if (PyDict_SetItem(options, name, args[nargs + k]) < 0) goto done;
+        } else if (bound[i]) {
+            PyErr_Format(PyExc_TypeError, "%U[grid](): got multiple values for parameter '%U'", self->kname, name);
+            goto done;
+        } else {
+            bound[i] = args[nargs + k];
+        }
+    }
+    for (Py_ssize_t i = nargs; i < n; i++) {
+        if (bound[i]) continue;
+        bound[i] = PyTuple_GetItem(self->defaults, i);
+        if (bound[i] == self->missing) {
+            PyErr_Format(PyExc_TypeError, "%U[grid](): missing the required argument for parameter '%U'",
+                         self->kname, PyTuple_GetItem(self->names, i));
+            goto done;
+        }
+    }
+    if (!options && self->live && !(self->never >= 0 && (PyObject *)Py_TYPE(bound[self->never]) == self->never_class)) {
+        PyObject *r = gk_hit_bound(self, grid, bound);
+        if (!r || (r != Py_NotImplemented && !PyTuple_CheckExact(r))) { result = r; goto done; }  /* launched, or raised */
+        if (r == Py_NotImplemented) Py_DECREF(r);
+        else keyed = r;
+    }
+    if (!options && !(options = PyDict_New())) goto done;
+    if (!(argv = PyTuple_New(3 + n))) goto done;
+    PyTuple_SetItem(argv, 0, Py_NewRef(grid));
+    PyTuple_SetItem(argv, 1, keyed ? keyed : Py_NewRef(Py_None));
+    keyed = NULL;  /* stolen */
+    PyTuple_SetItem(argv, 2, Py_NewRef(options));
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SetItem(argv, 3 + i, Py_NewRef(bound[i]));
+    {
+        PyObject *general = Py_NewRef(self->general);  /* set_call may replace it meanwhile */
+        result = PyObject_Call(general, argv, NULL);
+        Py_DECREF(general);
+    }
+done:
+    Py_XDECREF(options); Py_XDECREF(keyed); Py_XDECREF(argv);
+    if (bound != stack) PyMem_Free(bound);
+    return result;
+}
+
+/* kernel.run's call: call(grid, *args, **kwargs). */
+static PyObject *gk_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    if (nargs < 1) { PyErr_SetString(PyExc_TypeError, "GuardKey.call(grid, *args, **kwargs): no grid"); return NULL; }
+    return gk_call_bound((GuardKey *)op, args[0], args + 1, nargs - 1, kwnames);
+}
+
+/* *slot = value (a new reference), the old one released after. */
+static void replace_ref(PyObject **slot, PyObject *value) {
+    PyObject *old = *slot;
+    *slot = value;
+    Py_XDECREF(old);
+}
+
+/* set_call(general, defaults, missing, never, name): what the call needs besides the hit
+ * (above); defaults: one per parameter, `missing` where it has none; never: (parameter index,
+ * class) or None; name: the kernel's, for errors. */
+static PyObject *gk_set_call(PyObject *op, PyObject *args) {
+    GuardKey *self = (GuardKey *)op;
+    PyObject *general, *defaults, *missing, *never, *kname, *never_class = NULL;
+    Py_ssize_t never_at = -1;
+    if (!PyArg_ParseTuple(args, "OO!OOU", &general, &PyTuple_Type, &defaults, &missing, &never, &kname)) return NULL;
+    if (!self->jit || !PyCallable_Check(general) || PyTuple_Size(defaults) != self->n) {
+        PyErr_SetString(PyExc_TypeError, "GuardKey.set_call: a hit, a callable and one default per parameter");
+        return NULL;
+    }
+    if (never != Py_None) {
+        if (!PyArg_ParseTuple(never, "nO!", &never_at, &PyType_Type, &never_class)) return NULL;
+        if (never_at < 0 || never_at >= self->n) {
+            PyErr_SetString(PyExc_ValueError, "GuardKey.set_call: never's parameter is out of range");
+            return NULL;
+        }
+    }
+    replace_ref(&self->general, Py_NewRef(general));
+    replace_ref(&self->defaults, Py_NewRef(defaults));
+    replace_ref(&self->missing, Py_NewRef(missing));
+    replace_ref(&self->never_class, never_class ? Py_NewRef(never_class) : NULL);
+    replace_ref(&self->kname, Py_NewRef(kname));
+    self->never = never_at;
+    Py_RETURN_NONE;
+}
+
+/* settle(device, tensor): the device getter a hit reads, and the class keyed by dtype and alignment. */
+static PyObject *gk_settle(PyObject *op, PyObject *args) {
+    GuardKey *self = (GuardKey *)op;
+    PyObject *device, *tensor;
+    if (!PyArg_ParseTuple(args, "OO", &device, &tensor)) return NULL;
+    if (!self->jit || !PyCallable_Check(device)) {
+        PyErr_SetString(PyExc_TypeError, "GuardKey.settle: a hit, and a callable device getter");
+        return NULL;
+    }
+    replace_ref(&self->device, Py_NewRef(device));
+    replace_ref(&self->tensor, Py_NewRef(tensor));
+    Py_CLEAR(self->last);  /* keyed with the tensor class before */
+    Py_RETURN_NONE;
+}
+
+/* kernel[grid] of a guarded kernel (GuardItem makes it): its call is gk_call_bound's. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *gk, *grid;
+} GuardCall;
+
+static PyTypeObject *guard_call_type, *guard_key_type;  /* held by the module */
+
+static PyObject *gcl_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    GuardCall *self = (GuardCall *)op;
+    return gk_call_bound((GuardKey *)self->gk, self->grid, args, PyVectorcall_NARGS(nargsf), kwnames);
+}
+
+static PyObject *gcl_call(PyObject *op, PyObject *args, PyObject *kwargs) {  /* tp_call: the same, from a tuple and a dict */
+    GuardCall *self = (GuardCall *)op;
+    Py_ssize_t nargs = PyTuple_Size(args), nkw = kwargs ? PyDict_Size(kwargs) : 0, pos = 0, k = 0;
+    PyObject **vec = PyMem_Calloc(nargs + nkw + 1, sizeof(PyObject *)), *kwnames = nkw ? PyTuple_New(nkw) : NULL;
+    PyObject *key, *value, *result = NULL;
+    if (!vec || (nkw && !kwnames)) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < nargs; i++) vec[i] = PyTuple_GetItem(args, i);
+    while (nkw && PyDict_Next(kwargs, &pos, &key, &value)) {
+        PyTuple_SetItem(kwnames, k, Py_NewRef(key));
+        vec[nargs + k++] = value;
+    }
+    result = gk_call_bound((GuardKey *)self->gk, self->grid, vec, nargs, kwnames);
+done:
+    PyMem_Free(vec);
+    Py_XDECREF(kwnames);
+    return result;
+}
+
+static PyObject *gcl_new(PyObject *gk, PyObject *grid) {
+    allocfunc alloc = (allocfunc)PyType_GetSlot(guard_call_type, Py_tp_alloc);
+    GuardCall *self = (GuardCall *)alloc(guard_call_type, 0);
+    if (!self) return NULL;
+    self->vectorcall = gcl_vectorcall;
+    self->gk = Py_NewRef(gk);
+    self->grid = Py_NewRef(grid);
+    return (PyObject *)self;
+}
+
+static int gcl_traverse(PyObject *op, visitproc visit, void *arg) {
+    GuardCall *self = (GuardCall *)op;
+    Py_VISIT(Py_TYPE(op)); Py_VISIT(self->gk); Py_VISIT(self->grid);
+    return 0;
+}
+
+static int gcl_clear(PyObject *op) {
+    GuardCall *self = (GuardCall *)op;
+    Py_CLEAR(self->gk); Py_CLEAR(self->grid);
+    return 0;
+}
+
+static void gcl_dealloc(PyObject *op) { gc_dealloc(op, gcl_clear); }
 
 static PyObject *gk_forget(PyObject *op, PyObject *unused) {
     Py_CLEAR(((GuardKey *)op)->last);
@@ -1773,25 +2076,38 @@ static int gk_clear(PyObject *op) {
     }
     self->n = 0;
     Py_CLEAR(self->tensor); Py_CLEAR(self->int_key); Py_CLEAR(self->classify); Py_CLEAR(self->no_key);
+    if (self->head) {
+        for (Py_ssize_t i = 0; i < self->heads; i++) {
+            Py_CLEAR(self->head[i].obj); Py_CLEAR(self->head[i].name); Py_CLEAR(self->head[i].extra);
+        }
+        PyMem_Free(self->head);
+        self->head = NULL;
+    }
+    self->heads = 0;
     Py_CLEAR(self->jit); Py_CLEAR(self->runtime); Py_CLEAR(self->entries); Py_CLEAR(self->stream);
     Py_CLEAR(self->hook_chain); Py_CLEAR(self->check_globals); Py_CLEAR(self->grid3); Py_CLEAR(self->names);
-    Py_CLEAR(self->last);
+    Py_CLEAR(self->last); Py_CLEAR(self->device);
+    Py_CLEAR(self->general); Py_CLEAR(self->defaults); Py_CLEAR(self->missing); Py_CLEAR(self->never_class);
+    Py_CLEAR(self->kname);
     return 0;
 }
 
-/* hit: {"jit", "runtime", "stream", "hook_chain", "check_globals", "grid3", "names",
+/* hit: {"jit", "runtime", "device", "stream", "hook_chain", "check_globals", "grid3", "names",
  * "fields": {GuardEntry field name: position}}, or None (entries must then be given). */
 static int gk_set_hit(GuardKey *self, PyObject *hit) {
     if (hit == Py_None) return 0;
     if (!PyDict_Check(hit)) { PyErr_SetString(PyExc_TypeError, "GuardKey: hit must be a dict or None"); return -1; }
     if (get_ref(hit, "jit", &self->jit, 0) < 0 || get_ref(hit, "runtime", &self->runtime, 0) < 0
-            || get_ref(hit, "stream", &self->stream, 0) < 0
+            || get_ref(hit, "device", &self->device, 0) < 0 || get_ref(hit, "stream", &self->stream, 0) < 0
             || get_ref(hit, "hook_chain", &self->hook_chain, 1) < 0
             || get_ref(hit, "check_globals", &self->check_globals, 0) < 0 || get_ref(hit, "grid3", &self->grid3, 0) < 0
             || get_ref(hit, "names", &self->names, 0) < 0)
         return -1;
-    if (!self->entries || !PyTuple_Check(self->names) || PyTuple_Size(self->names) != self->n) {
-        PyErr_SetString(PyExc_TypeError, "GuardKey: a hit needs entries, and its names a tuple of every parameter's");
+    int strs = PyTuple_Check(self->names);
+    for (Py_ssize_t i = 0; strs && i < PyTuple_Size(self->names); i++) strs = PyUnicode_Check(PyTuple_GetItem(self->names, i));
+    if (!self->entries || !strs || PyTuple_Size(self->names) != self->n || !PyCallable_Check(self->device)) {
+        PyErr_SetString(PyExc_TypeError, "GuardKey: a hit needs entries, a device getter, and its names a tuple of "
+                                         "every parameter's (strs)");
         return -1;
     }
     PyObject *fields = get(hit, "fields");
@@ -1806,20 +2122,54 @@ static int gk_set_hit(GuardKey *self, PyObject *hit) {
     return 0;
 }
 
+/* heads: per head, "device" (the first), "options", ("attr", obj, name), ("own", obj, name,
+ * default) or ("call", fn, args tuple): see gk_head. */
+static int gk_set_heads(GuardKey *self, PyObject *heads) {
+    Py_ssize_t n = PyTuple_Size(heads);
+    if (!(self->head = PyMem_Calloc(n, sizeof(gk_head)))) { PyErr_NoMemory(); return -1; }
+    self->heads = n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyTuple_GetItem(heads, i), *kind = PyTuple_Check(t) && PyTuple_Size(t) ? PyTuple_GetItem(t, 0) : t;
+        gk_head *h = &self->head[i];
+        int k = -1;
+        for (int j = 0; j < 5 && PyUnicode_Check(kind); j++)
+            if (PyUnicode_CompareWithASCIIString(kind, gk_head_kinds[j]) == 0) k = j;
+        Py_ssize_t size = PyTuple_Check(t) ? PyTuple_Size(t) : 1;
+        if (k < 0 || (i == 0) != (k == H_DEVICE) || size != (k == H_OWN ? 4 : k >= H_ATTR ? 3 : 1)
+                || (k == H_ATTR && !PyUnicode_Check(PyTuple_GetItem(t, 2)))
+                || (k == H_OWN && !PyUnicode_Check(PyTuple_GetItem(t, 2)))
+                || (k == H_CALL && (!PyCallable_Check(PyTuple_GetItem(t, 1)) || !PyTuple_Check(PyTuple_GetItem(t, 2))))) {
+            PyErr_Format(PyExc_TypeError, "GuardKey: head %zd is \"device\" (first, and only there), \"options\", "
+                         "(\"attr\", obj, name), (\"own\", obj, name, default) or (\"call\", fn, args)", i);
+            return -1;
+        }
+        h->kind = (char)k;
+        if (k == H_DEVICE || k == H_OPTIONS) {
+            self->given++;
+        } else {
+            h->obj = Py_NewRef(PyTuple_GetItem(t, 1));
+            if (k == H_CALL) h->extra = Py_NewRef(PyTuple_GetItem(t, 2));
+            else h->name = Py_NewRef(PyTuple_GetItem(t, 2));
+            if (k == H_OWN) h->extra = Py_NewRef(PyTuple_GetItem(t, 3));
+        }
+    }
+    return 0;
+}
+
 static PyObject *gk_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *params, *tensor, *int_key, *classify, *no_key, *hit = Py_None, *entries = Py_None;
-    Py_ssize_t heads;
+    PyObject *params, *heads, *tensor, *int_key, *classify, *no_key, *hit = Py_None, *entries = Py_None;
     unsigned long long mask;
     static char *names[] = {"params", "heads", "tensor", "int_key", "classify", "no_key", "mask", "hit", "entries", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!nOOOOK|OO", names, &PyTuple_Type, &params, &heads, &tensor,
-                                     &int_key, &classify, &no_key, &mask, &hit, &entries))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!OOOOK|OO", names, &PyTuple_Type, &params, &PyTuple_Type, &heads,
+                                     &tensor, &int_key, &classify, &no_key, &mask, &hit, &entries))
         return NULL;
     if (entries != Py_None && !PyDict_Check(entries)) {
         PyErr_SetString(PyExc_TypeError, "GuardKey: entries must be a dict or None");
         return NULL;
     }
-    if (heads < 1 || !PyCallable_Check(int_key) || !PyCallable_Check(classify) || !PyType_Check(no_key)) {
-        PyErr_SetString(PyExc_TypeError, "GuardKey: heads >= 1 (the device first), int_key and classify callables, "
+    Py_ssize_t nheads = PyTuple_Size(heads);
+    if (nheads < 1 || nheads > GK_HEADS || !PyCallable_Check(int_key) || !PyCallable_Check(classify) || !PyType_Check(no_key)) {
+        PyErr_SetString(PyExc_TypeError, "GuardKey: 1 to 16 heads (the device first), int_key and classify callables, "
                                          "no_key a class");
         return NULL;
     }
@@ -1829,8 +2179,10 @@ static PyObject *gk_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     Py_ssize_t n = PyTuple_Size(params);
     self->tensor = Py_NewRef(tensor); self->int_key = Py_NewRef(int_key);
     self->classify = Py_NewRef(classify); self->no_key = Py_NewRef(no_key);
-    self->heads = heads; self->mask = mask;
+    self->mask = mask;
+    self->never = -1;
     self->entries = entries == Py_None ? NULL : Py_NewRef(entries);
+    if (gk_set_heads(self, heads) < 0) goto error;
     if (!(self->params = PyMem_Calloc(n ? n : 1, sizeof(gk_param)))) { PyErr_NoMemory(); goto error; }
     self->n = n;
     for (Py_ssize_t i = 0; i < n; i++) {  /* (mode, specialize, align, out, table) */
@@ -1868,7 +2220,12 @@ static int gk_traverse(PyObject *op, visitproc visit, void *arg) {
     Py_VISIT(self->tensor); Py_VISIT(self->int_key); Py_VISIT(self->classify); Py_VISIT(self->no_key);
     Py_VISIT(self->jit); Py_VISIT(self->runtime); Py_VISIT(self->entries); Py_VISIT(self->stream);
     Py_VISIT(self->hook_chain); Py_VISIT(self->check_globals); Py_VISIT(self->grid3); Py_VISIT(self->names);
-    Py_VISIT(self->last);
+    Py_VISIT(self->last); Py_VISIT(self->device);
+    for (Py_ssize_t i = 0; self->head && i < self->heads; i++) {
+        Py_VISIT(self->head[i].obj); Py_VISIT(self->head[i].name); Py_VISIT(self->head[i].extra);
+    }
+    Py_VISIT(self->general); Py_VISIT(self->defaults); Py_VISIT(self->missing); Py_VISIT(self->never_class);
+    Py_VISIT(self->kname);
     return 0;
 }
 
@@ -1879,18 +2236,38 @@ static PyObject *gk_get_tensor(PyObject *op, void *unused) {
     return Py_NewRef(self->tensor ? self->tensor : Py_None);
 }
 
+static PyObject *gk_get_live(PyObject *op, void *unused) { return PyBool_FromLong(((GuardKey *)op)->live); }
+
+static int gk_set_live(PyObject *op, PyObject *value, void *unused) {
+    int t = value ? PyObject_IsTrue(value) : -1;
+    if (t < 0) { if (!value) PyErr_SetString(PyExc_TypeError, "live cannot be deleted"); return -1; }
+    ((GuardKey *)op)->live = t;
+    return 0;
+}
+
+static PyObject *gk_get_device(PyObject *op, void *unused) {
+    GuardKey *self = (GuardKey *)op;
+    return Py_NewRef(self->device ? self->device : Py_None);
+}
+
 static PyGetSetDef gk_getset[] = {
     {"tensor", gk_get_tensor, NULL, "the class whose instances are keyed by dtype and alignment", NULL},
+    {"device", gk_get_device, NULL, "the current-device getter a hit calls (settle() sets it)", NULL},
+    {"live", gk_get_live, gk_set_live, "whether the guard is in front of its kernel: a call hits only then", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMethodDef gk_methods[] = {
     {"key", (PyCFunction)(void (*)(void))gk_key, METH_FASTCALL,
-     "key(*heads, *arguments): (key, *the launch values of the parameters marked out)."},
+     "key(*given heads, *arguments): (key, *the launch values of the parameters marked out)."},
     {"hit", (PyCFunction)(void (*)(void))gk_hit, METH_FASTCALL,
-     "hit(grid, *heads, *arguments): the kernel launched; else key()'s answer, or NotImplemented (the general path's call)."},
+     "hit(grid, *arguments): the kernel launched; else key()'s answer, or NotImplemented (the general path's call)."},
     {"find", (PyCFunction)(void (*)(void))gk_find, METH_FASTCALL,
-     "find(*heads, *arguments): (the entry recorded for the key or None, key, *the launch values of the parameters marked out)."},
+     "find(*given heads, *arguments): (the entry recorded for the key or None, key, *the launch values of the parameters marked out)."},
+    {"call", (PyCFunction)(void (*)(void))gk_call, METH_FASTCALL | METH_KEYWORDS,
+     "call(grid, *args, **kwargs): kernel[grid](*args, **kwargs) through the guard (bound, then hit or the general path)."},
+    {"set_call", gk_set_call, METH_VARARGS, "set_call(general, defaults, missing, never, name): what call() needs besides the hit."},
+    {"settle", gk_settle, METH_VARARGS, "settle(device, tensor): the device getter a hit calls, the class keyed as a tensor."},
     {"forget", gk_forget, METH_NOARGS, "forget(): let go of the last key found and its entry."},
     {NULL, NULL, 0, NULL},
 };
@@ -1900,25 +2277,36 @@ GC_TYPE(gk, GuardKey, 0,
         "of a guarded or bundled kernel[grid] call, in C (launcher.fast_dispatch, launcher.bundle_kernel).",
         {Py_tp_new, gk_new}, {Py_tp_methods, gk_methods}, {Py_tp_getset, gk_getset});
 
+static PyMemberDef gcl_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(GuardCall, vectorcall), READONLY, NULL},
+    {"keyer", T_OBJECT_EX, offsetof(GuardCall, gk), READONLY, "the guard's GuardKey, whose call this is"},
+    {"grid", T_OBJECT_EX, offsetof(GuardCall, grid), READONLY, "the grid of kernel[grid]"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+GC_TYPE(gcl, GuardCall, Py_TPFLAGS_HAVE_VECTORCALL,
+        "kernel[grid] of a guarded kernel: calling it is GuardKey.call(grid, ...) (made by GuardItem).",
+        {Py_tp_call, gcl_call}, {Py_tp_members, gcl_members});
+
 /* ---- kernel[grid] while the fast-dispatch guard is on ----
  *
- * GuardItem(triton_getitem, function_type, method_type, call_attribute, plain=None) is
- * JITFunction.__getitem__ while the guard is on (launcher.fast_dispatch.enable): kernel[grid] is
- * the guard's generated `call` with the grid bound where the kernel's attribute `call_attribute`
- * (fast_dispatch._CALL) is (run, call) and run is still the kernel's run; anything else (no
- * guard attached, a run set since, grid None) is triton_getitem(kernel, grid).
+ * GuardItem(triton_getitem, call_attribute, plain=None) is JITFunction.__getitem__ while the
+ * guard is on (launcher.fast_dispatch.enable): kernel[grid] is a GuardCall of the guard's
+ * GuardKey and the grid where the kernel's attribute `call_attribute` (fast_dispatch._CALL) is
+ * (run, GuardKey) and run is still the kernel's run; anything else (no guard attached, a run
+ * set since, grid None) is triton_getitem(kernel, grid).
  * plain: a kernel class whose instances' `call_attribute` and `run` are what their __dict__
  * holds (no __getattr__, __getattribute__ or data descriptor of those names:
- * launcher.fast_dispatch decides); its kernels' are read from the __dict__ directly.  In C so
- * that kernel[grid] costs no Python frame and binds the grid as a function's __get__ does
- * (types.MethodType costs as much again). */
+ * launcher.fast_dispatch decides); its kernels' are read from the __dict__ directly.  In C,
+ * called by vectorcall, so that kernel[grid] costs no Python frame and no argument tuple. */
 typedef struct {
     PyObject_HEAD
-    PyObject *fallback, *function_type, *method_type, *call_attr;
+    vectorcallfunc vectorcall;
+    PyObject *fallback, *call_attr;
     PyObject *plain;  /* the kernel class whose attributes here are its instances' __dict__ entries, or None */
 } GuardItem;
 
-static PyObject *s_run;
+static PyObject *s_run, *s_method_type;
 
 static PyObject *gi_fallback(GuardItem *self, PyObject *jit, PyObject *grid) {
     return PyObject_CallFunctionObjArgs(self->fallback, jit, grid, NULL);
@@ -1949,7 +2337,8 @@ static PyObject *gi_item(GuardItem *self, PyObject *jit, PyObject *grid) {
         return gi_fallback(self, jit, grid);
     }
     PyObject *result = NULL;
-    if (!PyTuple_CheckExact(pair) || PyTuple_Size(pair) != 2 || grid == Py_None) {
+    if (!PyTuple_CheckExact(pair) || PyTuple_Size(pair) != 2 || grid == Py_None
+            || Py_TYPE(PyTuple_GetItem(pair, 1)) != guard_key_type) {
         result = gi_fallback(self, jit, grid);
         goto done;
     }
@@ -1961,15 +2350,8 @@ static PyObject *gi_item(GuardItem *self, PyObject *jit, PyObject *grid) {
     }
     int same = current == run;
     Py_DECREF(current);
-    if (!same) {  /* a run set on the kernel since (or the guard's None: unguarded) stays in charge */
-        result = gi_fallback(self, jit, grid);
-    } else if ((PyObject *)Py_TYPE(call) == self->function_type) {
-        descrgetfunc get = (descrgetfunc)PyType_GetSlot(Py_TYPE(call), Py_tp_descr_get);
-        result = get ? get(call, grid, (PyObject *)Py_TYPE(grid))
-                     : PyObject_CallFunctionObjArgs(self->method_type, call, grid, NULL);
-    } else {
-        result = PyObject_CallFunctionObjArgs(self->method_type, call, grid, NULL);
-    }
+    /* a run set on the kernel since stays in charge */
+    result = same ? gcl_new(call, grid) : gi_fallback(self, jit, grid);
 done:
     Py_DECREF(pair);
     Py_XDECREF(dict);
@@ -1983,29 +2365,38 @@ static PyObject *gi_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     return gi_item(self, PyTuple_GetItem(args, 0), PyTuple_GetItem(args, 1));
 }
 
+static PyObject *gi_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    if (PyVectorcall_NARGS(nargsf) == 2 && (!kwnames || !PyTuple_Size(kwnames)))
+        return gi_item((GuardItem *)op, args[0], args[1]);
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    PyObject *tuple = PyTuple_New(n), *kw = nkw ? PyDict_New() : NULL, *result = NULL;
+    for (Py_ssize_t i = 0; tuple && i < n; i++) PyTuple_SetItem(tuple, i, Py_NewRef(args[i]));
+    for (Py_ssize_t k = 0; kw && k < nkw; k++)
+        if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, k), args[n + k]) < 0) Py_CLEAR(kw);
+    if (tuple && (kw || !nkw)) result = gi_call(op, tuple, kw);
+    Py_XDECREF(tuple); Py_XDECREF(kw);
+    return result;
+}
+
 static PyObject *gi_descr_get(PyObject *op, PyObject *obj, PyObject *type) {  /* kernel.__getitem__ */
     if (!obj || obj == Py_None) return Py_NewRef(op);
-    return PyObject_CallFunctionObjArgs(((GuardItem *)op)->method_type, op, obj, NULL);
+    return PyObject_CallFunctionObjArgs(s_method_type, op, obj, NULL);
 }
 
 static PyObject *gi_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *fallback, *function_type, *method_type, *call_attr, *plain = Py_None;
-    static char *names[] = {"triton_getitem", "function_type", "method_type", "call_attribute", "plain", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOU|O", names, &fallback, &function_type, &method_type,
-                                     &call_attr, &plain))
+    PyObject *fallback, *call_attr, *plain = Py_None;
+    static char *names[] = {"triton_getitem", "call_attribute", "plain", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OU|O", names, &fallback, &call_attr, &plain))
         return NULL;
-    if (!PyCallable_Check(fallback) || !PyType_Check(function_type) || !PyType_Check(method_type)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "GuardItem(triton_getitem, function_type, method_type, call_attribute): "
-                        "a callable, two types and a str");
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "GuardItem(triton_getitem, call_attribute, plain=None): a callable and a str");
         return NULL;
     }
     allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
     GuardItem *self = (GuardItem *)alloc(type, 0);
     if (!self) return NULL;
+    self->vectorcall = gi_vectorcall;
     self->fallback = Py_NewRef(fallback);
-    self->function_type = Py_NewRef(function_type);
-    self->method_type = Py_NewRef(method_type);
     self->call_attr = Py_NewRef(call_attr);
     self->plain = Py_NewRef(plain);
     return (PyObject *)self;
@@ -2014,15 +2405,13 @@ static PyObject *gi_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
 static int gi_traverse(PyObject *op, visitproc visit, void *arg) {
     GuardItem *self = (GuardItem *)op;
     Py_VISIT(Py_TYPE(op));
-    Py_VISIT(self->fallback); Py_VISIT(self->function_type); Py_VISIT(self->method_type); Py_VISIT(self->call_attr);
-    Py_VISIT(self->plain);
+    Py_VISIT(self->fallback); Py_VISIT(self->call_attr); Py_VISIT(self->plain);
     return 0;
 }
 
 static int gi_clear(PyObject *op) {
     GuardItem *self = (GuardItem *)op;
-    Py_CLEAR(self->fallback); Py_CLEAR(self->function_type); Py_CLEAR(self->method_type); Py_CLEAR(self->call_attr);
-    Py_CLEAR(self->plain);
+    Py_CLEAR(self->fallback); Py_CLEAR(self->call_attr); Py_CLEAR(self->plain);
     return 0;
 }
 
@@ -2038,11 +2427,16 @@ static PyGetSetDef gi_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-GC_TYPE(gi, GuardItem, Py_TPFLAGS_METHOD_DESCRIPTOR,
-        "GuardItem(triton_getitem, function_type, method_type, call_attribute, plain=None): "
+static PyMemberDef gi_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(GuardItem, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+GC_TYPE(gi, GuardItem, Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+        "GuardItem(triton_getitem, call_attribute, plain=None): "
         "JITFunction.__getitem__ while the fast-dispatch guard is on (launcher.fast_dispatch).",
         {Py_tp_new, gi_new}, {Py_tp_call, gi_call}, {Py_tp_descr_get, gi_descr_get},
-        {Py_tp_getset, gi_getset});  /* a method descriptor: kernel[grid] calls it with (kernel, grid), unbound */
+        {Py_tp_getset, gi_getset}, {Py_tp_members, gi_members});  /* a method descriptor: kernel[grid] calls it with (kernel, grid), unbound */
 
 static int exec_module(PyObject *m) {
     if (!(s_calls = PyUnicode_InternFromString("calls")) || !(s_dtype = PyUnicode_InternFromString("dtype"))
@@ -2061,12 +2455,20 @@ static int exec_module(PyObject *m) {
             || !(s_used_globals = PyUnicode_InternFromString("used_global_vals"))
             || !(s_launch_failed = PyUnicode_InternFromString("_launch_failed")))
         return -1;
-    PyType_Spec *specs[5] = {&fc_spec, &de_spec, &fl_spec, &gi_spec, &gk_spec};
-    const char *names[5] = {"FastCall", "DescEncoder", "FlatLaunch", "GuardItem", "GuardKey"};
-    for (int i = 0; i < 5; i++) {
+    if (!(s_dict = PyUnicode_InternFromString("__dict__"))) return -1;
+    PyObject *types = PyImport_ImportModule("types");
+    s_method_type = types ? PyObject_GetAttrString(types, "MethodType") : NULL;
+    Py_XDECREF(types);
+    if (!s_method_type) return -1;
+    PyType_Spec *specs[6] = {&fc_spec, &de_spec, &fl_spec, &gi_spec, &gk_spec, &gcl_spec};
+    const char *names[6] = {"FastCall", "DescEncoder", "FlatLaunch", "GuardItem", "GuardKey", "GuardCall"};
+    for (int i = 0; i < 6; i++) {
         PyObject *t = PyType_FromSpec(specs[i]);
         if (!t) return -1;
-        if (specs[i] == &fl_spec) flat_type = (PyTypeObject *)t;  /* held by the module */
+        /* held by the module */
+        if (specs[i] == &fl_spec) flat_type = (PyTypeObject *)t;
+        if (specs[i] == &gk_spec) guard_key_type = (PyTypeObject *)t;
+        if (specs[i] == &gcl_spec) guard_call_type = (PyTypeObject *)t;
         if (PyModule_AddObject(m, names[i], t) < 0) { Py_DECREF(t); return -1; }
     }
     return 0;

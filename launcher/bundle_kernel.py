@@ -311,7 +311,7 @@ class BundleKernel:
         torch = sys.modules.get("torch") if _torch_cuda() and _torch_raw else None  # tensors keyed by GuardKey
         kinds = [_leaf_kind([v.spec.args[i] for v in self._variants]) for i in range(len(self.params))]
         params = key_params(self.params, self._raw, kinds)
-        self._keyer = _call.GuardKey(params, 1, torch.Tensor if torch is not None else _NoTensor, _int_key, _classify,
+        self._keyer = _call.GuardKey(params, ("device",), torch.Tensor if torch is not None else _NoTensor, _int_key, _classify,
                                      _NeverKeys, DIVISIBILITY_MASK, None, self._cache)
         passed = [f"_launcher_p{i}" if param[3] else p.name for i, (p, param) in enumerate(zip(self.params, params))]
         positional = sum(1 for p in self.params if not p.keyword_only)

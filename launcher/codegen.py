@@ -304,19 +304,13 @@ class GuardEntry(NamedTuple):
 _UNPACK_ENTRY = ", ".join(RESERVED + f for f in GuardEntry._fields) + " = _launcher_e"
 
 GUARD_TEMPLATE = '''\
-def _launcher_call(grid, {params}**_launcher_options):
-    """kernel[grid](...) through launcher's guard (generated for {name})."""
-    if not _launcher_LIVE:
+def _launcher_general(grid, _launcher_keyed, _launcher_options, {names_args}):
+    """kernel[grid](...) through launcher's guard (generated for {name}), where the C call
+    (GuardKey.call) did not launch it: a call with launch options, a miss (keyed: what
+    GuardKey.hit answered), a call the hit declined (None), or the guard not in front."""
+    if not _launcher_KEYER.live:
         return _launcher_redispatch(grid, _launcher_options, ({names}))
-{never}    if _launcher_options:
-        _launcher_keyed = None
-    else:  # the common hit, whole, in one C call (GuardKey.hit: the steps below, carried out)
-        _launcher_keyed = _launcher_HIT(grid, {hit_heads}, {names})
-        if _launcher_keyed.__class__ is not _launcher_tuple:  # a tuple: a miss, keyed as _launcher_KEY keys it
-            if _launcher_keyed is not _launcher_DECLINED:
-                return _launcher_keyed  # the kernel launched
-            _launcher_keyed = None
-    if _launcher_JIT.pre_run_hooks or _launcher_RT.add_stages_inspection_hook is not None:
+{never}    if _launcher_JIT.pre_run_hooks or _launcher_RT.add_stages_inspection_hook is not None:
         return _launcher_fallback("pre-run hooks or a stages hook", grid, False, _launcher_options, ({names}))
     try:  # Triton's path is taken after it, never in it (its errors are not the key's)
         if _launcher_options:  # by class too: num_warps=4.0 is not 4 (Triton keys them by str())
@@ -324,9 +318,9 @@ def _launcher_call(grid, {params}**_launcher_options):
                                                   for _launcher_k, _launcher_v in _launcher_options.items()])
         else:
             _launcher_okey = ()
-        _launcher_dev = _launcher_DEVICE()
+        _launcher_dev = _launcher_KEYER.device()
         if _launcher_keyed is None:
-            _launcher_keyed = _launcher_KEY({heads}, {names})
+            _launcher_keyed = _launcher_KEY(_launcher_dev, _launcher_okey, {names})
         {keyed} = _launcher_keyed
         _launcher_e = _launcher_ENTRIES.get(_launcher_key)
     except _launcher_NoKey as _launcher_reason:
@@ -381,7 +375,7 @@ def _launcher_run({params}*, grid, warmup, **_launcher_options):
     """kernel.run(...) through launcher's guard (generated for {name}): kernel[grid]'s call."""
     if warmup:
         return _launcher_fallback("warmup", grid, True, _launcher_options, ({names}))
-    return _launcher_call(grid, {positional}**_launcher_options)
+    return _launcher_KEYER.call(grid, {positional}**_launcher_options)
 '''
 
 # A parameter whose argument in the first call was of a class that never keys (a tensor
@@ -401,15 +395,15 @@ def reserved_builtins(prefix: str, *builtins) -> dict:
 
 
 # The builtins a guard reads (globals, shared by every guard).
-_GUARD_BUILTINS = {**reserved_builtins(RESERVED, tuple, callable, str, frozenset, TypeError),
-                   RESERVED + "DECLINED": NotImplemented}  # what GuardKey.hit answers to leave a call to the code below
+_GUARD_BUILTINS = reserved_builtins(RESERVED, tuple, callable, str, frozenset, TypeError)
 
 
-def guard_heads(knobs, device="_launcher_dev", options="_launcher_okey") -> list:
-    """The expressions a guard's key starts with, before its arguments' items (GuardKey's heads):
-    the device (first: the hit reads it), the kernel's debug flag, the knobs in Triton's key, the
-    launch options' key."""
-    return [device, "_launcher_JIT.debug", *knobs, options]
+def guard_heads(jit, knobs) -> tuple:
+    """A guard's heads (launcher._call.GuardKey's): what its key starts with, before its arguments'
+    items, each as GuardKey reads it: the device (first: the hit reads it), the kernel's debug
+    flag, the knobs in Triton's key (`knobs`: their heads, fast_dispatch._knobs), the launch
+    options' key."""
+    return ("device", ("attr", jit, "debug"), *knobs, "options")
 
 
 def guard_key_params(params, hints=None) -> tuple:
@@ -426,7 +420,7 @@ def guard_key_params(params, hints=None) -> tuple:
                  for pname, is_constexpr, specialize, align in params)
 
 
-def guard_source(name: str, params, namespace, knobs=(), hints=None, never=None) -> str:
+def guard_source(name: str, params, namespace, hints=None, never=None) -> str:
     """The source of a guard's generated code (GUARD_TEMPLATE filled in for one kernel; what
     generate_guard compiles and `python -m launcher show-generated` prints). The arguments are
     generate_guard's. Every argument is keyed by one C call (_launcher_KEY, launcher._call.GuardKey
@@ -443,21 +437,22 @@ def guard_source(name: str, params, namespace, knobs=(), hints=None, never=None)
     bound = ", ".join(f"{n!r}: {n}" for n in all_names)
     never_check = _NEVER_KEYS.format(a=never, args="".join(n + ", " for n in all_names)) if never else ""
     return GUARD_TEMPLATE.format(params=", ".join(sig) + ", " if sig else "", name=name, names=names_tuple,
-                                 positional="".join(n + ", " for n in all_names), unpack=_UNPACK_ENTRY,
+                                 names_args=", ".join(all_names), positional="".join(n + ", " for n in all_names),
+                                 unpack=_UNPACK_ENTRY,
                                  unset_enter=_unset("_launcher_enter", "_launcher_HOOK_CHAIN"),
                                  unset_leave=_unset("_launcher_leave", "_launcher_HOOK_CHAIN"),
                                  never=never_check, keyed=", ".join(["_launcher_key", *outs]) + ",",
-                                 heads=", ".join(guard_heads(knobs)), bound=bound, passed=", ".join(passed),
-                                 hit_heads=", ".join(guard_heads(knobs, "_launcher_DEVICE()", "()")))
+                                 bound=bound, passed=", ".join(passed))
 
 
-def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, never=None, shared=frozenset()):
-    """The (run, call) of one @triton.jit function behind the guard (see GUARD_TEMPLATE).
+def generate_guard(name: str, params, namespace: dict, hints=None, never=None, shared=frozenset()):
+    """The (run, general) of one @triton.jit function behind the guard (see GUARD_TEMPLATE):
+    kernel.run, and the general path of kernel[grid]'s C call (launcher._call.GuardKey.call, the
+    guard's keyer: _launcher_KEYER in namespace).
     params: (name, is_constexpr, specialize, align) per parameter, in order, with defaults in
-    namespace as _launcher_DEFAULT_<i>; knobs: expressions (over namespace names) of the knobs that
-    enter Triton's cache key; hints: the class of each parameter's argument in a first call, by
-    name (its kind is then tested first). Both read namespace's names from one set of cells
-    (define; codegen.cells reaches them).
+    namespace as _launcher_DEFAULT_<i>; hints: the class of each parameter's argument in a first
+    call, by name (its kind is then tested first). Both read namespace's names from one set of
+    cells (define; codegen.cells reaches them).
 
     The key is one flat tuple (no tuple per argument to build and hash). A parameter whose
     argument was a tensor (or that has no hint) has two entries, its kind and, for tensors,
@@ -468,13 +463,14 @@ def generate_guard(name: str, params, namespace: dict, knobs=(), hints=None, nev
     the fallback counter as _launcher_FALLBACKS), or None. shared: the names of namespace whose values
     are the same for every kernel, never change and are read once per call (Triton's knobs,
     the counters): the guard reads them as globals, from one dict for all kernels (define)."""
-    source = guard_source(name, params, namespace, knobs, hints, never)
+    source = guard_source(name, params, namespace, hints, never)
     own = {k: v for k, v in namespace.items() if k not in shared}
     common = {k: namespace[k] for k in shared}
-    run, call = define(source, "guard", own, "_launcher_run", "_launcher_call", shared={**common, **_GUARD_BUILTINS})
+    run, general = define(source, "guard", own, "_launcher_run", "_launcher_general",
+                          shared={**common, **_GUARD_BUILTINS})
     run.__qualname__ = f"{name}.run (launcher guard, generated)"
-    call.__qualname__ = f"{name}[grid] (launcher guard, generated)"
-    return run, call
+    general.__qualname__ = f"{name}[grid] (launcher guard, generated general path)"
+    return run, general
 
 
 # -- a bundled kernel's call (launcher.bundle_kernel.BundleKernel: `bundle.kernel[grid](...)`) --

@@ -17,14 +17,17 @@ a descriptor there sends the call to Triton's path before anything is classified
 Triton reads from the environment on every call (3.9's fpsan_homomorphic_casts) is keyed by
 what decides its value (triton_adapter.knob_source), not through its descriptor.
 
-While the guard is on, JITFunction.__getitem__ (launcher._call.GuardItem, in C) binds the grid
-to the guard's generated `call` (a bound method, where Triton builds a lambda that calls run
-with keywords), and JITFunction.run
-is the guard's `run` (what autotuners, heuristics and warmup() call).
+While the guard is on, JITFunction.__getitem__ (launcher._call.GuardItem, in C) hands out
+kernel[grid] as a C call bound to the grid (launcher._call.GuardCall, where Triton builds a
+lambda that calls run with keywords), and JITFunction.run is the guard's `run` (what autotuners,
+heuristics and warmup() call), which makes the same C call.
 
-The key and the common hit (no launch options, no hook set) are C calls made for each guarded
-kernel (launcher._call.GuardKey), which carry out the rules stated here and in
-launcher.specialization; the generated code is the general path, and the home of the sequence.
+The C call (launcher._call.GuardKey, made once for each guarded kernel) binds the arguments to
+the kernel's parameters as Python would, makes the key by the rules stated here and in
+launcher.specialization, and carries out the common hit (no launch options, no hook set) whole;
+the generated code (the general path) takes launch options, misses and whatever the hit
+declines, and is the home of the sequence the hit carries out.
+
 On a hit the guard launches the compiled kernel recorded for that key, through its launcher
 (or, where that kernel's launcher has one, in one C call that packs and launches:
 CudaLauncher.flat_launch): the grid is evaluated as Triton evaluates it, the
@@ -42,7 +45,6 @@ from __future__ import annotations
 import collections
 import sys
 import threading
-import types
 import weakref
 
 from launcher import _call, codegen, triton_adapter as A
@@ -59,6 +61,7 @@ _misses = [0]
 _hits = [0]  # every guard's hits (the generated code counts here): the counters only grow
 _ABSENT = (None,)  # what _stock.get answers for a key it has not seen
 _UNSET = ("a knob the user has not set",)  # in a key: the knob's value comes from the environment
+_MISSING = ("no default",)  # a parameter's default in the keyer's call (GuardKey.set_call) where it has none
 _GUARD = "_launcher_guard"  # where a JITFunction keeps its guard while the guard is off
 _CALL = "_launcher_call"  # where an attached guard keeps the `call` that kernel[grid] returns
 
@@ -95,7 +98,7 @@ def enable() -> None:
         # (the rule of kernel[grid] while the guard is on: launcher._call.GuardItem, in C)
         if "__getitem__" not in jit_cls.__dict__:
             _state["getitem"] = jit_cls.__getitem__ = _call.GuardItem(
-                jit_cls.__getitem__, types.FunctionType, types.MethodType, _CALL, jit_cls if _plain(jit_cls) else None)
+                jit_cls.__getitem__, _CALL, jit_cls if _plain(jit_cls) else None)
 
 
 def _plain(cls) -> bool:
@@ -232,21 +235,24 @@ class Guard:
         self.entries: dict = {}
         self._stock: dict = {}  # keys whose kernel Triton's stock launcher launches -> the kernel's hash
         self._find = _finder()
-        self._cells, self._settled, self.call = None, False, None
+        self._settled, self.keyer, self.general = False, None, None
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
         self._unusual = _why_unguarded(jit, params)
         if self._unusual is not None:
             self.run = self._unguarded
         else:
-            ns, knobs, shared = self._namespace(params, example)
+            name = getattr(jit, "__name__", "kernel")
+            ns, shared = self._namespace(params, example)
             never = _never_keys(params, example)
             if never is not None:
                 ns["_launcher_NEVER_CLASS"], ns["_launcher_NEVER"] = never[1:]
-            self.run, self.call = codegen.generate_guard(getattr(jit, "__name__", "kernel"), _guard_params(params),
-                                                         ns, knobs, _hints(params, example),
-                                                         never[0] if never is not None else None, shared)
-            self._cells = codegen.cells(self.run, self.call)  # what both read of ns: _settle and attach change it
+            self.run, self.general = codegen.generate_guard(name, _guard_params(params), ns, _hints(params, example),
+                                                            never[0] if never is not None else None, shared)
+            self.keyer = ns["_launcher_KEYER"]
+            at = [p.name for p in params].index(never[0]) if never is not None else None
+            self.keyer.set_call(self.general, tuple(_MISSING if p.default is A.EMPTY else p.default for p in params),
+                                _MISSING, (at, never[1]) if never is not None else None, str(name))
         jit.__dict__[_GUARD] = self
         self._put_in_front()
 
@@ -267,9 +273,9 @@ class Guard:
     def _put_in_front(self):
         jit = self.jit.__dict__
         jit["run"] = self.run
-        if self.call is not None:
-            jit[_CALL] = (self.run, self.call)
-            self._set("_launcher_LIVE", True)
+        if self.keyer is not None:  # kernel[grid] is a call of the keyer (GuardItem binds the grid)
+            jit[_CALL] = (self.run, self.keyer)
+            self.keyer.live = True
         else:  # an unguarded kernel: kernel[grid] is Triton's (read without an exception)
             jit[_CALL] = (None, None)
         _attached.add(self)
@@ -281,69 +287,51 @@ class Guard:
         if jit.get("run") is self.run:  # not a run the kernel's user has set since
             del jit["run"]
         jit.pop(_CALL, None)
-        if self._cells is not None:
-            self._set("_launcher_LIVE", False)
-
-    def _keyer(self, tensor):
-        """Put in ns the C calls that key the guard's arguments and make its common hit whole
-        (launcher._call.GuardKey: the rules of classify, int_key and DIVISIBILITY_MASK carried out
-        for this kernel's parameters, and GUARD_TEMPLATE's hit), with `tensor` as the class whose
-        instances are keyed by dtype and alignment."""
-        params, heads, hit = self._key_spec
-        return _call.GuardKey(params, heads, tensor, int_key, classify, NoKey, _MASK, hit, self.entries)
+        if self.keyer is not None:
+            self.keyer.live = False
 
     def _namespace(self, params, example) -> tuple:
-        """(the names the generated run uses, the expressions of the knobs in its key, the names
-        among them that are the same for every guard and never change: read as globals)."""
+        """(the names the generated code uses, the names among them that are the same for every
+        guard and never change: read as globals). Its keyer, _launcher_KEYER, is the guard's C
+        call (launcher._call.GuardKey: the rules of classify, int_key and DIVISIBILITY_MASK
+        carried out for this kernel's parameters, the heads of its key, the binding of
+        kernel[grid]'s arguments and the common hit, whole)."""
         _, device, stream, tensor = self._made_with
         ns = {
             "_launcher_JIT": self.jit, "_launcher_RT": A.runtime_knobs(), "_launcher_STREAM": stream,
-            "_launcher_DEVICE": A.fast_device_getter(device),
             "_launcher_ENTRIES": self.entries, "_launcher_NoKey": NoKey,
             "_launcher_fallback": self._fallback, "_launcher_miss": self._miss, "_launcher_recall": self._recall,
             "_launcher_ORIGINAL": self.original, "_launcher_FALLBACKS": _fallbacks,
-            "_launcher_redispatch": self._redispatch, "_launcher_LIVE": False,
+            "_launcher_redispatch": self._redispatch,
             "_launcher_check_globals": A.check_used_globals, "_launcher_hooks_set": A.hooks_set,
             "_launcher_HOOK_CHAIN": A.hook_chain_type(),
             "_launcher_grid3": grid3,
             "_launcher_HITS": _hits,
         }
-        knobs = _knobs(ns)
-        hit = {"jit": self.jit, "runtime": ns["_launcher_RT"], "stream": stream,
+        hit = {"jit": self.jit, "runtime": ns["_launcher_RT"], "device": A.fast_device_getter(device), "stream": stream,
                "hook_chain": ns["_launcher_HOOK_CHAIN"], "check_globals": A.check_used_globals, "grid3": grid3,
                "names": tuple(p.name for p in params), "fields": {f: i for i, f in enumerate(codegen.GuardEntry._fields)}}
-        self._key_spec = (codegen.guard_key_params(_guard_params(params), _hints(params, example)),
-                          len(codegen.guard_heads(knobs)), hit)
-        keyer = self._keyer(tensor)
-        ns["_launcher_KEY"], ns["_launcher_HIT"] = keyer.key, keyer.hit
-        # read once per call: globals shared by every guard (the key call, read first, stays in a cell)
+        keyer = _call.GuardKey(codegen.guard_key_params(_guard_params(params), _hints(params, example)),
+                               codegen.guard_heads(self.jit, _knobs()), tensor, int_key, classify, NoKey, _MASK, hit,
+                               self.entries)
+        ns["_launcher_KEYER"], ns["_launcher_KEY"] = keyer, keyer.key
+        # read once per call: globals shared by every guard
         shared = {"_launcher_RT", "_launcher_FALLBACKS", "_launcher_check_globals", "_launcher_hooks_set", "_launcher_grid3",
-                  "_launcher_HOOK_CHAIN",
-                  "_launcher_HITS", "_launcher_UNSET"}
-        shared.update(k for k in ns if k.startswith(("_launcher_KNOB_", "_launcher_KREAD_", "_launcher_KDEFAULT_")))
+                  "_launcher_HOOK_CHAIN", "_launcher_HITS"}
         _defaults(params, ns)
-        return ns, knobs, frozenset(shared & ns.keys())
+        return ns, frozenset(shared & ns.keys())
 
     def _settle(self):
         """After Triton's path ran: torch's CUDA is initialised, so the raw device getter may
         do; torch may have been imported since the guard was made, so its tensors key inline."""
-        if self._cells is None:
+        if self.keyer is None:
             self._settled = True
             return
-        self._set("_launcher_DEVICE", A.fast_device_getter(self._made_with[1]))
         torch = sys.modules.get("torch")
         if self._made_with[3] is _NoTensor and torch is not None:
-            keyer = self._keyer(torch.Tensor)
-            self._set("_launcher_KEY", keyer.key)
-            self._set("_launcher_HIT", keyer.hit)
             self._made_with = self._made_with[:3] + (torch.Tensor,)
+        self.keyer.settle(A.fast_device_getter(self._made_with[1]), self._made_with[3])
         self._settled = A.device_getter_is_final(self._made_with[1]) and self._made_with[3] is not _NoTensor
-
-    def _set(self, name, value):
-        """Change what the generated run and call read as `name` (a name they do not read has no cell)."""
-        cell = self._cells.get(name)
-        if cell is not None:
-            cell.cell_contents = value
 
     def _unguarded(self, *args, grid, warmup, **kwargs):
         _fallbacks[self._unusual] += 1
@@ -439,21 +427,20 @@ def _guard_params(params) -> list:
     return [(p.name, p.is_constexpr, not p.do_not_specialize, not p.do_not_specialize_on_alignment) for p in params]
 
 
-def _knobs(ns) -> list:
-    """The expressions of the knobs in Triton's cache key (A.dispatch_knobs), in the guard's key;
-    what they read is put in ns."""
-    knobs = []
-    for i, (holder, attr) in enumerate(A.dispatch_knobs()):
-        ns[f"_launcher_KNOB_{i}"] = holder
+def _knobs() -> list:
+    """The knobs in Triton's cache key (A.dispatch_knobs), as heads of the guard's key
+    (launcher._call.GuardKey reads them on every call): an env descriptor's knob by what decides
+    its value (A.knob_source: the holder's own setting, else the environment's), any other by
+    its attribute."""
+    heads = []
+    for holder, attr in A.dispatch_knobs():
         source = A.knob_source(holder, attr)
         if source is None:
-            knobs.append(f"_launcher_KNOB_{i}.{attr}")
-        else:  # what decides its value: the holder's own setting, else the environment's
-            read, (env_key, default) = source
-            ns[f"_launcher_KREAD_{i}"], ns[f"_launcher_KDEFAULT_{i}"], ns["_launcher_UNSET"] = read, default, _UNSET
-            knobs += [f"_launcher_KNOB_{i}.__dict__.get({attr!r}, _launcher_UNSET)",
-                      f"_launcher_KREAD_{i}({env_key!r}, _launcher_KDEFAULT_{i})"]
-    return knobs
+            heads.append(("attr", holder, attr))
+        else:
+            read, args = source
+            heads += [("own", holder, attr, _UNSET), ("call", read, tuple(args))]
+    return heads
 
 
 def _defaults(params, ns) -> None:
@@ -473,10 +460,9 @@ def guard_source(jit, example=None) -> str:
         raise ValueError(f"no guard is generated for {getattr(jit, '__name__', jit)!r}: its calls take Triton's path "
                          f"({unusual})")
     ns: dict = {}
-    knobs = _knobs(ns)
     _defaults(params, ns)
     never = _never_keys(params, example)
-    return codegen.guard_source(getattr(jit, "__name__", "kernel"), _guard_params(params), ns, knobs,
+    return codegen.guard_source(getattr(jit, "__name__", "kernel"), _guard_params(params), ns,
                                 _hints(params, example), never[0] if never is not None else None)
 
 

@@ -483,7 +483,7 @@ def test_kernel_grid_binds_the_grid_to_the_guard_and_follows_disable(switched):
     guard = guard_kernel.__dict__[fast_dispatch._GUARD]
     assert triton_.runs == 1
     bound = guard_kernel[(2,)]
-    assert isinstance(bound, types.MethodType) and bound.__func__ is guard.call and bound.__self__ == (2,)
+    assert type(bound).__name__ == "GuardCall" and bound.keyer is guard.keyer and bound.grid == (2,)
     hits = fast_dispatch.stats()["hits"]
     bound(*args, BLOCK=64)
     assert triton_.runs == 1 and fast_dispatch.stats()["hits"] == hits + 1
@@ -492,7 +492,7 @@ def test_kernel_grid_binds_the_grid_to_the_guard_and_follows_disable(switched):
     assert jit_cls.__dict__.get("__getitem__") is own_getitem
     bound(*args, BLOCK=64)  # taken while on, called after: Triton's own dispatch
     assert triton_.runs == 2 and fast_dispatch.stats()["hits"] == hits + 1
-    assert not isinstance(guard_kernel[(2,)], types.MethodType)
+    assert type(guard_kernel[(2,)]).__name__ != "GuardCall"
 
 
 def test_kernel_grid_binds_as_python_and_keys_a_miss_once(switched):
@@ -516,7 +516,7 @@ def test_kernel_grid_binds_as_python_and_keys_a_miss_once(switched):
                                      ((), {"BLOCK": 64}, "required")]:
         with pytest.raises(TypeError, match=error):
             guard_kernel[(2,)](*call_args, **kwargs)
-    key = codegen.cells(guard.call)["_launcher_KEY"]
+    key = codegen.cells(guard.general)["_launcher_KEY"]
     real_key, keyed = key.cell_contents, []
     key.cell_contents = lambda *a: keyed.append(1) or real_key(*a)
     try:
@@ -715,7 +715,7 @@ def test_parameters_named_like_builtins_hide_none_the_guard_uses():
     triton_ = CpuTriton(builtin_names_kernel)
     guard = Guard(builtin_names_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
     try:
-        for fn in (guard.run, guard.call):
+        for fn in (guard.run, guard.general):
             assert set(fn.__code__.co_names) & set(vars(builtins)) <= {"hash"}
         x = FakeTensor(A0, tl.float32)
         args = (x, 3, x, 5, 1.5, 7)
@@ -747,7 +747,7 @@ def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_clas
                   example=(desc_call, {"BLOCK": 64}))
     try:
         classified = []
-        cells = codegen.cells(guard.call)
+        cells = codegen.cells(guard.general)
         key = cells["_launcher_KEY"].cell_contents
         cells["_launcher_KEY"].cell_contents = lambda *a: classified.append(a)
         before = fast_dispatch.fallback_counts().get("a tensor descriptor", 0)
@@ -778,13 +778,13 @@ def test_torch_imported_after_the_guard_was_made_keys_tensors_inline_after_a_mis
     triton_ = CpuTriton(guard_kernel)
     guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA)
     try:
-        assert codegen.cells(guard.call)["_launcher_KEY"].cell_contents.__self__.tensor is fast_dispatch._NoTensor
+        assert guard.keyer.tensor is fast_dispatch._NoTensor
         monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTensor, cuda=types.SimpleNamespace()))
         x = FakeTensor(A0, tl.float32)
         args = (x, 16, 1, 1, 0.5, (x, 16), None)
         want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
         assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want  # a miss
-        assert codegen.cells(guard.call)["_launcher_KEY"].cell_contents.__self__.tensor is FakeTensor
+        assert guard.keyer.tensor is FakeTensor
         for _ in range(2):  # a miss with the inline key, then a hit
             assert guard.run(*args, grid=(1,), warmup=False, BLOCK=64).key == want
         hits = fast_dispatch.stats()["hits"]
@@ -874,13 +874,13 @@ def test_kernel_grid_in_c_reads_as_the_attributes_do(switched):
     guard_kernel[(1,)](*args, BLOCK=64)  # the first run puts the guard in front (a miss)
     guard = guard_kernel.__dict__[fast_dispatch._GUARD]
     bound = guard_kernel.__getitem__((3,))  # as an attribute: bound to the kernel like a method
-    assert isinstance(bound, types.MethodType) and bound.__func__ is guard.call and bound.__self__ == (3,)
-    assert not isinstance(guard_kernel[None], types.MethodType)  # Triton's, which fails later as it does
+    assert type(bound).__name__ == "GuardCall" and bound.keyer is guard.keyer and bound.grid == (3,)
+    assert type(guard_kernel[None]).__name__ != "GuardCall"  # Triton's, which fails later as it does
     grid = (1,)
-    before = sys.getrefcount(grid), sys.getrefcount(guard.call)
+    before = sys.getrefcount(grid), sys.getrefcount(guard.keyer)
     for _ in range(1000):
         guard_kernel[grid]
-    assert (sys.getrefcount(grid), sys.getrefcount(guard.call)) == before
+    assert (sys.getrefcount(grid), sys.getrefcount(guard.keyer)) == before
     with pytest.raises(TypeError):
         item(guard_kernel)  # not kernel[grid]: Triton's own __getitem__ says why
     hits = fast_dispatch.stats()["hits"]
@@ -897,7 +897,7 @@ def test_kernel_grid_in_c_reads_as_the_attributes_do(switched):
 
     sub = object.__new__(Sub)
     sub.__dict__.update(guard_kernel.__dict__)
-    assert isinstance(sub[(2,)], types.MethodType) and sub[(2,)].__func__ is guard.call and Sub.reads == 2
+    assert type(sub[(2,)]).__name__ == "GuardCall" and sub[(2,)].keyer is guard.keyer and Sub.reads == 2
 
     class Broken(jit_cls):
         @property
@@ -906,9 +906,9 @@ def test_kernel_grid_in_c_reads_as_the_attributes_do(switched):
 
     broken = object.__new__(Broken)
     broken.__dict__.update(guard_kernel.__dict__)
-    assert not isinstance(broken[(1,)], types.MethodType)  # Triton's __getitem__, not an error
+    assert type(broken[(1,)]).__name__ != "GuardCall"  # Triton's __getitem__, not an error
     fresh = object.__new__(jit_cls)  # no guard attached: Triton's
-    assert not isinstance(fresh[(1,)], types.MethodType)
+    assert type(fresh[(1,)]).__name__ != "GuardCall"
     assert fast_dispatch._plain(jit_cls) and not fast_dispatch._plain(Sub) and not fast_dispatch._plain(Broken)
 
 
@@ -1061,18 +1061,18 @@ def test_guards_of_one_signature_share_code_but_each_reads_its_own_values():
     guards = [Guard(j, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA) for j in jits]
     try:
         a, b = guards
-        assert a.call.__code__ is b.call.__code__ and a.call.__globals__ is b.call.__globals__
-        own = {"_launcher_JIT", "_launcher_ENTRIES", "_launcher_LIVE", "_launcher_DEVICE", "_launcher_STREAM", "_launcher_TENSOR", "_launcher_recall"}
-        assert not own & a.call.__globals__.keys() and "_launcher_RT" in a.call.__globals__
-        assert not set(a.call.__code__.co_names) & own
+        assert a.general.__code__ is b.general.__code__ and a.general.__globals__ is b.general.__globals__
+        own = {"_launcher_JIT", "_launcher_ENTRIES", "_launcher_KEYER", "_launcher_STREAM", "_launcher_TENSOR", "_launcher_recall"}
+        assert not own & a.general.__globals__.keys() and "_launcher_RT" in a.general.__globals__
+        assert not set(a.general.__code__.co_names) & own
         for guard, jit in zip(guards, jits):
-            cells = codegen.cells(guard.call)
+            cells = codegen.cells(guard.general)
             assert cells["_launcher_JIT"].cell_contents is jit and cells["_launcher_ENTRIES"].cell_contents is guard.entries
         x = FakeTensor(A0, tl.float32)
         args = (x, 16, 1, 1, 0.5, (x, 16), None)
         for _ in range(2):  # a miss, then a hit, in turn
             for guard, jit in zip(guards, jits):
-                kernel = guard.call((1,), *args, BLOCK=64)
+                kernel = guard.keyer.call((1,), *args, BLOCK=64)
                 assert kernel is triton_.kernels[kernel.key] and kernel in jit.device_caches[0][0].values()
         assert all(len(g.entries) == 1 for g in guards)
     finally:
@@ -1110,7 +1110,7 @@ def test_a_miss_is_keyed_once():
     triton_ = CpuTriton(guard_kernel)
     guard = Guard(guard_kernel, triton_.run, device=lambda: 0, stream=lambda d: 0x5EA, example=(args, {"BLOCK": 64}))
     try:
-        cell = codegen.cells(guard.call)["_launcher_KEY"]
+        cell = codegen.cells(guard.general)["_launcher_KEY"]
         key, calls = cell.cell_contents, []
         cell.cell_contents = lambda *a: calls.append(1) or key(*a)
         misses = fast_dispatch.stats()["misses"]

@@ -40,37 +40,40 @@ PARAMS = (  # x (a tensor, out), n (int), m (do_not_specialize), k (no alignment
     (False, True, False, True, INT_KEYS[True, False]),
     (True, True, True, False, None),
 )
-HEADS = ("dev", "debug", ())
+FLAGS = types.SimpleNamespace(debug="debug")
+SPEC = ("device", ("attr", FLAGS, "debug"), "options")  # the heads: given, read, given
+GIVEN = ("dev", ())  # the given heads of a call (the device, the options' key)
+HEADS = ("dev", "debug", ())  # what its key starts with
 
 
-def keyer(hit=None, tensor=Tensor, params=PARAMS, entries=None):
-    return _call.GuardKey(params, len(HEADS), tensor, int_key, classify, NoKey, DIVISIBILITY_MASK, hit, entries)
+def keyer(hit=None, tensor=Tensor, params=PARAMS, entries=None, heads=SPEC):
+    return _call.GuardKey(params, heads, tensor, int_key, classify, NoKey, DIVISIBILITY_MASK, hit, entries)
 
 
 def test_the_key_holds_two_items_per_parameter_by_the_python_rules():
     k = keyer()
     x = Tensor(0x1000)
-    key, x_value, k_value = k.key(*HEADS, x, 1024, 7, 2.5, 64)
+    key, x_value, k_value = k.key(*GIVEN, x, 1024, 7, 2.5, 64)
     assert key == HEADS + ("fp32", True, int_key(1024), None, int_key(7, False, True), None, float, None, int, 64)
     assert (x_value, k_value) == (0x1000, 2.5)  # a tensor's data_ptr(), else the argument itself
-    key = k.key(*HEADS, Tensor(0x1004, "fp16"), None, True, x, 64)[0]
+    key = k.key(*GIVEN, Tensor(0x1004, "fp16"), None, True, x, 64)[0]
     assert key[3:] == ("fp16", False, type(None), None, bool, None, "fp32", False, int, 64)  # k: no alignment asked
-    assert k.key(*HEADS, x, 1, 1, 1, 64.0)[0][-2:] == (float, 64.0)  # a constexpr by class and value
+    assert k.key(*GIVEN, x, 1, 1, 1, 64.0)[0][-2:] == (float, 64.0)  # a constexpr by class and value
 
 
 def test_an_int_new_to_the_table_is_keyed_by_int_key_and_a_huge_one_raises_nokey():
     k = keyer()
     v = 987_654_321_123
     INT_KEYS[True, True].pop(v, None)
-    assert k.key(*HEADS, 5, v, 0, 0, 1)[0][5] == int_key(v) and INT_KEYS[True, True][v] == int_key(v)
+    assert k.key(*GIVEN, 5, v, 0, 0, 1)[0][5] == int_key(v) and INT_KEYS[True, True][v] == int_key(v)
     with pytest.raises(NoKey, match="beyond 64 bits"):
-        k.key(*HEADS, 5, 2**70, 0, 0, 1)
+        k.key(*GIVEN, 5, 2**70, 0, 0, 1)
 
 
 def test_other_arguments_go_to_classify_and_a_never_keying_class_stands_for_the_key():
     k = keyer()
     t = (Tensor(0x2000), 3)
-    key, x_value, k_value = k.key(*HEADS, t, 1, 1, 1, 1)
+    key, x_value, k_value = k.key(*GIVEN, t, 1, 1, 1, 1)
     assert key[3] == classify(t, True, True, Tensor) and x_value is t
 
     class Descriptor:
@@ -78,14 +81,14 @@ def test_other_arguments_go_to_classify_and_a_never_keying_class_stands_for_the_
 
     with pytest.raises(NoKey):
         classify(Descriptor(), True, True)  # registers the class as one that never keys
-    no_key, *values = k.key(*HEADS, Descriptor(), 1, 1, 1, 1)
+    no_key, *values = k.key(*GIVEN, Descriptor(), 1, 1, 1, 1)
     assert no_key.__class__ is NoKey and values == [None, None]
 
 
 def test_wrong_counts_and_errors_of_called_code_raise():
     k = keyer()
-    with pytest.raises(TypeError, match="takes 8 arguments"):
-        k.key(*HEADS, 1, 2)
+    with pytest.raises(TypeError, match="takes 7 arguments"):
+        k.key(*GIVEN, 1, 2)
 
     class Broken(Tensor):
         def data_ptr(self):
@@ -93,11 +96,13 @@ def test_wrong_counts_and_errors_of_called_code_raise():
 
     k2 = keyer(tensor=Broken)
     with pytest.raises(RuntimeError, match="no storage"):
-        k2.key(*HEADS, Broken(0), 1, 1, 1, 1)
+        k2.key(*GIVEN, Broken(0), 1, 1, 1, 1)
     with pytest.raises(TypeError):
-        _call.GuardKey(((False, True, True, False, "not a dict"),), 1, Tensor, int_key, classify, NoKey, 15)
-    with pytest.raises(TypeError):
-        _call.GuardKey(PARAMS, 0, Tensor, int_key, classify, NoKey, 15)  # no device head
+        _call.GuardKey(((False, True, True, False, "not a dict"),), ("device",), Tensor, int_key, classify, NoKey, 15)
+    for heads in [(), ("options",), ("device", "device"), ("device", ("attr", FLAGS)), ("device", ("own", FLAGS, "debug")),
+                  ("device", ("call", print, [])), ("device", ("attr", FLAGS, 5)), ("device", "what")]:
+        with pytest.raises(TypeError, match="head"):  # the device first and only there, each head whole
+            _call.GuardKey(PARAMS, heads, Tensor, int_key, classify, NoKey, 15)
 
 
 # -- the hit --
@@ -121,7 +126,7 @@ def hit_setup(answer=None, **entry):
 
     launcher = types.SimpleNamespace(_launch_failed=lambda status, packed: record["failed"].append((status, packed)))
     fields = {f: i for i, f in enumerate(codegen.GuardEntry._fields)}
-    hit = {"jit": jit, "runtime": rt, "stream": lambda dev: 0x5EA, "hook_chain": Chain,
+    hit = {"jit": jit, "runtime": rt, "device": lambda: "dev", "stream": lambda dev: 0x5EA, "hook_chain": Chain,
            "check_globals": check_globals, "grid3": grid3, "names": ("x", "n", "m", "k", "BLOCK"), "fields": fields}
     k = keyer(hit, entries=entries)
     kernel_cache = {"tk": "KERNEL"}
@@ -136,7 +141,7 @@ def hit_setup(answer=None, **entry):
     e = codegen.GuardEntry(**{"hash": "h1", "caches": "caches", "kernel_get": kernel_cache.get, "triton_key": "tk",
                               "kernel": "KERNEL", "launcher": launcher, "function": 0xF0, "packed_metadata": (),
                               "direct": direct, "flat": flat_launch, **entry})
-    entries[k.key(*HEADS, *CALL)[0]] = e
+    entries[k.key(*GIVEN, *CALL)[0]] = e
     return k, record, jit, rt, kernel_cache
 
 
@@ -146,7 +151,7 @@ CALL = (Tensor(0x1000), 1024, 7, 2.5, 64)
 def test_a_hit_launches_through_the_flat_launch_with_the_keys_data_ptr():
     k, record, *_ = hit_setup()
     before = _call.guard_hits()
-    assert k.hit((4,), *HEADS, *CALL) == "KERNEL"
+    assert k.hit((4,), *CALL) == "KERNEL"
     assert record["flat"] == [(0xF0, 0x5EA, (4,), (0x1000, 1024, 7, 2.5, 64))] and not record["direct"]
     assert _call.guard_hits() == before + 1
 
@@ -154,18 +159,18 @@ def test_a_hit_launches_through_the_flat_launch_with_the_keys_data_ptr():
 def test_a_callable_grid_is_called_with_the_arguments_by_name():
     k, record, *_ = hit_setup()
     seen = []
-    assert k.hit(lambda meta: seen.append(dict(meta)) or (2, 3), *HEADS, *CALL) == "KERNEL"
+    assert k.hit(lambda meta: seen.append(dict(meta)) or (2, 3), *CALL) == "KERNEL"
     assert seen == [{"x": CALL[0], "n": 1024, "m": 7, "k": 2.5, "BLOCK": 64}] and record["flat"][0][2] == (2, 3)
 
 
 def test_a_declined_flat_launch_or_none_goes_to_the_direct_launch_and_a_refusal_to_the_launcher():
     k, record, *_ = hit_setup(answer=False)
-    assert k.hit([5, 2], *HEADS, *CALL) == "KERNEL"
+    assert k.hit([5, 2], *CALL) == "KERNEL"
     assert record["direct"][0][1:] == (5, 2, 1, 0x5EA, 0xF0, 0x1000, 1024, 7, 2.5, 64)
     k, record, *_ = hit_setup(answer=(700, b"packed"))
-    assert k.hit((1,), *HEADS, *CALL) == "KERNEL" and record["failed"] == [(700, b"packed")]
+    assert k.hit((1,), *CALL) == "KERNEL" and record["failed"] == [(700, b"packed")]
     k, record, *_ = hit_setup(flat=None)  # a kernel with no flat launch
-    assert k.hit((3,), *HEADS, *CALL) == "KERNEL" and record["direct"] and not record["flat"]
+    assert k.hit((3,), *CALL) == "KERNEL" and record["direct"] and not record["flat"]
 
 
 @pytest.mark.parametrize("change", ["no entry", "hash", "caches", "kernel cache", "pre-run hook", "stages hook",
@@ -177,7 +182,7 @@ def test_the_hit_leaves_the_call_to_the_general_path_before_anything_runs(change
     to what the entry rests on is seen there too."""
     k, record, jit, rt, kernel_cache = hit_setup()
     if warm:
-        assert k.hit((1,), *HEADS, *CALL) == "KERNEL"
+        assert k.hit((1,), *CALL) == "KERNEL"
         record["flat"].clear()
     call = list(CALL)
     if change == "no entry":
@@ -209,11 +214,11 @@ def test_the_hit_leaves_the_call_to_the_general_path_before_anything_runs(change
             classify(Descriptor(), True, True)  # the first one raises, and registers the class
         call[0] = Descriptor()
     grid_calls = []
-    answer = k.hit(lambda m: grid_calls.append(1) or (1,), *HEADS, *call)
+    answer = k.hit(lambda m: grid_calls.append(1) or (1,), *call)
     if change in ("no entry", "hash", "caches", "kernel cache", "never keys", "unhashable"):
         # keyed, not launched: the general path takes key()'s answer and does not key again
         # (an unhashable key too: the general path's lookup then says so)
-        want = k.key(*HEADS, *call)
+        want = k.key(*GIVEN, *call)
         assert answer.__class__ is tuple and len(answer) == len(want) == 3
         assert answer[0].__class__ is NoKey or answer[0] == want[0]
     else:  # decided before a key was made, or a key that cannot be made: the general path keys and explains
@@ -228,13 +233,13 @@ def test_calls_of_two_keys_in_turn_each_launch_their_own_entry():
     other = (Tensor(0x1004), 1024, 7, 2.5, 64)  # x not 16-byte aligned: another key
     entries = record.pop("entries")
     kernel_cache["tk2"] = "OTHER"
-    entries[k.key(*HEADS, *other)[0]] = entries[k.key(*HEADS, *CALL)[0]]._replace(function=0xF1, kernel="OTHER",
+    entries[k.key(*GIVEN, *other)[0]] = entries[k.key(*GIVEN, *CALL)[0]]._replace(function=0xF1, kernel="OTHER",
                                                                                   triton_key="tk2")
     for _ in range(3):
-        assert k.hit((1,), *HEADS, *CALL) == "KERNEL" and k.hit((1,), *HEADS, *other) == "OTHER"
-        assert k.hit((1,), "dev", "debug", tuple(), *CALL[:4], 16 * 4) == "KERNEL"  # equal, not the same objects
+        assert k.hit((1,), *CALL) == "KERNEL" and k.hit((1,), *other) == "OTHER"
+        assert k.hit((1,), *CALL[:4], int("64")) == "KERNEL"  # equal, not the same objects
     assert [f[0] for f in record["flat"]] == [0xF0, 0xF1, 0xF0] * 3
-    assert k.hit((1,), *HEADS, *CALL[:4], 65) is not NotImplemented and len(record["flat"]) == 9  # BLOCK=65: a miss
+    assert k.hit((1,), *CALL[:4], 65) is not NotImplemented and len(record["flat"]) == 9  # BLOCK=65: a miss
 
 
 def test_a_remembered_entry_that_no_longer_holds_gives_way_to_the_one_recorded_since():
@@ -242,28 +247,28 @@ def test_a_remembered_entry_that_no_longer_holds_gives_way_to_the_one_recorded_s
     new entry: the next calls launch that entry in C (they are not left to the general path for
     good because the remembered one no longer holds)."""
     k, record, _, _, kernel_cache = hit_setup()
-    assert k.hit((1,), *HEADS, *CALL) == "KERNEL"
+    assert k.hit((1,), *CALL) == "KERNEL"
     entries = record.pop("entries")
-    key = k.key(*HEADS, *CALL)[0]
+    key = k.key(*GIVEN, *CALL)[0]
     kernel_cache["tk"] = "NEW"
-    assert k.hit((1,), *HEADS, *CALL).__class__ is tuple  # not recorded yet: a miss, keyed
+    assert k.hit((1,), *CALL).__class__ is tuple  # not recorded yet: a miss, keyed
     entries[key] = entries[key]._replace(function=0xF2, kernel="NEW")
     before = _call.guard_hits()
     for _ in range(3):
-        assert k.hit((1,), *HEADS, *CALL) == "NEW"
+        assert k.hit((1,), *CALL) == "NEW"
     assert _call.guard_hits() == before + 3 and [f[0] for f in record["flat"]] == [0xF0] + [0xF2] * 3
 
 
 def test_used_globals_are_checked_and_errors_after_the_decision_propagate():
     k, record, jit, *_ = hit_setup()
     jit.used_global_vals = {("G", 1): 2}
-    assert k.hit((1,), *HEADS, *CALL) == "KERNEL" and record["globals"] == 1
+    assert k.hit((1,), *CALL) == "KERNEL" and record["globals"] == 1
 
     def bad_grid(meta):
         raise ZeroDivisionError("grid")
 
     with pytest.raises(ZeroDivisionError, match="grid"):
-        k.hit(bad_grid, *HEADS, *CALL)
+        k.hit(bad_grid, *CALL)
 
 
 def test_the_hit_holds_no_reference_after_it_returns():
@@ -271,13 +276,13 @@ def test_the_hit_holds_no_reference_after_it_returns():
     x = CALL[0]
     args = (HEADS, CALL)
     for _ in range(100):
-        k.hit((1,), *HEADS, *CALL)
-        k.key(*HEADS, *CALL)
+        k.hit((1,), *CALL)
+        k.key(*GIVEN, *CALL)
     gc.collect()
     before = sys.getrefcount(x), sys.getrefcount(args)
     for _ in range(1000):
-        k.hit((1,), *HEADS, *CALL)
-        k.key(*HEADS, *CALL)
+        k.hit((1,), *CALL)
+        k.key(*GIVEN, *CALL)
     record["direct"].clear()
     gc.collect()
     assert (sys.getrefcount(x), sys.getrefcount(args)) == before
@@ -289,9 +294,154 @@ def test_more_parameters_than_the_stack_holds():
     params = tuple((False, True, True, True, INT_KEYS[True, True]) for _ in range(n))
     k = keyer(params=params)
     args = [Tensor(0x1000 + 16 * i) if i % 7 == 0 else i for i in range(n)]
-    key, *values = k.key(*HEADS, *args)
+    key, *values = k.key(*GIVEN, *args)
     assert len(key) == len(HEADS) + 2 * n and len(values) == n
     assert values == [a.ptr if isinstance(a, Tensor) else a for a in args]
+
+
+# -- the call: kernel[grid](*args, **kwargs) bound in C --
+MISSING = ("no default",)
+
+
+def call_setup(**entry):
+    """hit_setup's keyer with its call set: the general path records what it is handed."""
+    k, record, jit, rt, kernel_cache = hit_setup(**entry)
+    general = record["general"] = []
+
+    def general_path(grid, keyed, options, *values):
+        general.append((grid, keyed, options, values))
+        return "GENERAL"
+
+    k.set_call(general_path, (MISSING, MISSING, MISSING, 2.5, 64), MISSING, None, "kern")
+    k.live = True
+    return k, record, jit, rt, kernel_cache
+
+
+def test_the_call_binds_as_python_binds_the_kernels_parameters():
+    """By position, by name, the left-out ones their defaults: each a hit, with the same values."""
+    k, record, *_ = call_setup()
+    x = CALL[0]
+    for args, kwargs in [(CALL, {}), ((x,), dict(n=1024, m=7, k=2.5, BLOCK=64)), ((x, 1024, 7), {}),
+                         ((), dict(BLOCK=64, m=7, n=1024, x=x)), ((x, 1024), {"m": 7})]:
+        assert k.call((4,), *args, **kwargs) == "KERNEL"
+    assert [f[3] for f in record["flat"]] == [(0x1000, 1024, 7, 2.5, 64)] * 5 and not record["general"]
+
+
+@pytest.mark.parametrize("args, kwargs, message", [
+    ((CALL[0],), {}, "missing the required argument for parameter 'n'"),
+    (CALL + (1,), {}, "takes 5 positional arguments .* but 6 were given"),
+    (CALL[:2], {"n": 1}, "got multiple values for parameter 'n'"),
+    (CALL[:3], {"x": 1}, "got multiple values for parameter 'x'"),
+])
+def test_a_call_python_would_refuse_raises_typeerror_naming_the_parameter(args, kwargs, message):
+    k, record, *_ = call_setup()
+    with pytest.raises(TypeError, match=f"kern\\[grid\\]\\(\\): {message}"):
+        k.call((1,), *args, **kwargs)
+    assert not record["flat"] and not record["general"]
+
+
+def test_what_the_hit_leaves_goes_to_the_general_path_with_every_value_bound():
+    """Launch options (keywords that name no parameter), a miss (with its key), a guard not in
+    front of its kernel, an argument of the `never` class: the general path, handed the grid, the
+    key (or None), the options and every parameter's value."""
+    k, record, jit, *_ = call_setup()
+    general = record["general"]
+    assert k.call((1,), *CALL[:3], num_warps=4) == "GENERAL"
+    assert general[-1] == ((1,), None, {"num_warps": 4}, CALL)
+    assert k.call((1,), CALL[0], 1023, 7) == "GENERAL"  # n=1023: another key, a miss, keyed once
+    assert general[-1][1][0] == k.key(*GIVEN, CALL[0], 1023, 7, 2.5, 64)[0]
+    k.live = False
+    assert k.call((1,), *CALL) == "GENERAL" and general[-1][1] is None and not record["flat"]
+    k.live = True
+
+    class Odd:
+        pass
+
+    k.set_call(lambda *a: general.append(a), (MISSING,) * 5, MISSING, (1, Odd), "kern")
+    k.call((1,), *CALL)  # not of the never class: a hit
+    assert len(record["flat"]) == 1
+    odd = Odd()
+    assert k.call((1,), CALL[0], odd, 7, 2.5, 64) is None
+    assert general[-1] == ((1,), None, {}, CALL[0], odd, 7, 2.5, 64) and len(record["flat"]) == 1
+    jit.pre_run_hooks.append(print)  # the hit declines: the general path, with no key
+    k.call((1,), *CALL)
+    assert general[-1] == ((1,), None, {}, *CALL)
+
+
+def test_kernel_grid_objects_call_by_vectorcall_and_by_tp_call_alike():
+    """GuardItem makes the bound call (GuardCall); Python calls it by vectorcall, and callers of
+    the type's slot (type(b).__call__) reach the same binding."""
+    k, record, jit, *_ = call_setup()
+    item = _call.GuardItem(lambda kernel, grid: ("triton's", grid), "_launcher_call")
+    jit.run = "RUN"
+    jit._launcher_call = ("RUN", k)
+    bound = item(jit, (3,))
+    assert type(bound).__name__ == "GuardCall" and bound.keyer is k and bound.grid == (3,)
+    assert bound(*CALL) == "KERNEL" and type(bound).__call__(bound, CALL[0], 1024, 7, BLOCK=64) == "KERNEL"
+    assert [f[2] for f in record["flat"]] == [(3,), (3,)]
+    jit.run = "ANOTHER RUN"  # a run set on the kernel since: Triton's
+    assert item(jit, (3,)) == ("triton's", (3,)) and item(jit, None) == ("triton's", None)
+    jit.run, jit._launcher_call = "RUN", ("RUN", "not a keyer")
+    assert item(jit, (3,)) == ("triton's", (3,))
+
+
+def test_a_call_without_its_parts_set_raises():
+    k, *_ = hit_setup()
+    with pytest.raises(TypeError, match="no call was set"):
+        k.call((1,), *CALL)
+    with pytest.raises(TypeError, match="one default per parameter"):
+        k.set_call(print, (MISSING,), MISSING, None, "kern")
+    with pytest.raises(ValueError, match="out of range"):
+        k.set_call(print, (MISSING,) * 5, MISSING, (5, int), "kern")
+    with pytest.raises(TypeError):
+        keyer().set_call(print, (MISSING,) * 5, MISSING, None, "kern")  # no hit
+
+
+def test_heads_are_read_on_every_call_as_their_spec_says():
+    """("attr", obj, name), ("own", obj, name, default): obj.__dict__.get, ("call", fn, args):
+    read for every key, so a knob changed between calls makes another key; settle() replaces the
+    device getter a hit calls."""
+    knob = types.SimpleNamespace()
+    reads = []
+    spec = ("device", ("attr", FLAGS, "debug"), ("own", knob, "mode", "unset"),
+            ("call", lambda *a: reads.append(a) or len(reads), ("ENV", 0)), "options")
+    k = keyer(heads=spec)
+    assert k.key(*GIVEN, *CALL)[0][:5] == ("dev", "debug", "unset", 1, ())
+    knob.mode = "set"
+    assert k.key(*GIVEN, *CALL)[0][:5] == ("dev", "debug", "set", 2, ()) and reads == [("ENV", 0)] * 2
+    k, record, *_ = call_setup()
+    assert k.hit((1,), *CALL) == "KERNEL"
+    assert k.device() == "dev"
+    k.settle(lambda: "other device", Tensor)
+    assert k.hit((1,), *CALL).__class__ is tuple  # another device: another key, a miss
+    with pytest.raises(TypeError):
+        k.settle("not callable", Tensor)
+
+
+def test_the_call_holds_no_reference_after_it_returns():
+    k, record, *_ = call_setup(flat=None)
+    x = CALL[0]
+    item = _call.GuardItem(lambda kernel, grid: None, "_launcher_call")
+    jit = record["jit"] = types.SimpleNamespace(run="RUN", _launcher_call=("RUN", k))
+    grid = (1,)
+    for _ in range(100):
+        item(jit, grid)(x, 1024, m=7)
+        k.call(grid, *CALL[:3], num_warps=4)
+        with pytest.raises(TypeError):
+            k.call(grid, x)
+    record["direct"].clear()
+    record["general"].clear()
+    gc.collect()
+    before = sys.getrefcount(x), sys.getrefcount(grid), sys.getrefcount(k)
+    for _ in range(1000):
+        item(jit, grid)(x, 1024, m=7)
+        k.call(grid, *CALL[:3], num_warps=4)
+        with pytest.raises(TypeError):
+            k.call(grid, x)
+    record["direct"].clear()
+    record["general"].clear()
+    gc.collect()
+    assert (sys.getrefcount(x), sys.getrefcount(grid), sys.getrefcount(k)) == before
 
 
 # -- the lookup alone (bundles) --
@@ -301,30 +451,30 @@ def test_find_answers_the_entry_for_the_key_and_remembers_it_until_forget():
     forget() (a bundle's release())."""
     entries = {}
     k = keyer(entries=entries)
-    assert k.find(*HEADS, *CALL) == (None, *k.key(*HEADS, *CALL))  # a miss: the key, to record an entry for
-    key = k.key(*HEADS, *CALL)[0]
+    assert k.find(*GIVEN, *CALL) == (None, *k.key(*GIVEN, *CALL))  # a miss: the key, to record an entry for
+    key = k.key(*GIVEN, *CALL)[0]
     entries[key] = "E"
     for _ in range(2):
-        entry, found, x_value, k_value = k.find(*HEADS, *CALL)
+        entry, found, x_value, k_value = k.find(*GIVEN, *CALL)
         assert (entry, x_value, k_value) == ("E", 0x1000, 2.5) and found == key
-    assert k.find(*HEADS, *CALL[:4], 65)[0] is None  # another key is looked up, not taken for the last
-    assert k.find(*HEADS, *CALL)[0] == "E"
+    assert k.find(*GIVEN, *CALL[:4], 65)[0] is None  # another key is looked up, not taken for the last
+    assert k.find(*GIVEN, *CALL)[0] == "E"
     entries.clear()
-    assert k.find(*HEADS, *CALL)[0] == "E"  # remembered
+    assert k.find(*GIVEN, *CALL)[0] == "E"  # remembered
     k.forget()
-    assert k.find(*HEADS, *CALL)[0] is None
+    assert k.find(*GIVEN, *CALL)[0] is None
 
 
 def test_find_raises_what_the_key_raises_and_needs_entries():
     k = keyer(entries={})
     with pytest.raises(NoKey, match="beyond 64 bits"):
-        k.find(*HEADS, Tensor(0x1000), 2**70, 7, 2.5, 64)
+        k.find(*GIVEN, Tensor(0x1000), 2**70, 7, 2.5, 64)
     with pytest.raises(TypeError, match="unhashable"):
-        k.find(*HEADS, *CALL[:4], [64])
+        k.find(*GIVEN, *CALL[:4], [64])
     with pytest.raises(TypeError, match="no entries"):
-        keyer().find(*HEADS, *CALL)
-    with pytest.raises(TypeError, match="takes 8 arguments"):
-        k.find(*HEADS, 1)
+        keyer().find(*GIVEN, *CALL)
+    with pytest.raises(TypeError, match="takes 7 arguments"):
+        k.find(*GIVEN, 1)
 
 
 def test_a_parameter_keyed_by_value():
@@ -338,10 +488,10 @@ def test_a_parameter_keyed_by_value():
 
     k = keyer(params=((2, True, True, False, table),), entries={})
     for v in (4096, 4112, 2.5, True, 1, "s", None):
-        assert k.key(*HEADS, v)[0][len(HEADS):] == (v.__class__, v)
-    assert k.key(*HEADS, 4096)[0] != k.key(*HEADS, 4112)[0] and not seen
+        assert k.key(*GIVEN, v)[0][len(HEADS):] == (v.__class__, v)
+    assert k.key(*GIVEN, 4096)[0] != k.key(*GIVEN, 4112)[0] and not seen
     t = (1, 2)
-    assert k.key(*HEADS, t)[0][len(HEADS):] == (("other", "tuple"), None) and seen == [t]
+    assert k.key(*GIVEN, t)[0][len(HEADS):] == (("other", "tuple"), None) and seen == [t]
 
 
 def test_a_tuple_constexpr_is_bounded_before_anything_hashes_it():
@@ -357,17 +507,17 @@ def test_a_tuple_constexpr_is_bounded_before_anything_hashes_it():
     assert params[0][4] is spec.bounded
     k = keyer(params=params, entries={})
     with pytest.raises(TypeError, match="nested more than 32 deep"):
-        k.find(*HEADS, deep)
-    assert k.key(*HEADS, ((1, 2), 3))[0][len(HEADS):] == (tuple, spec.bounded(((1, 2), 3)))
+        k.find(*GIVEN, deep)
+    assert k.key(*GIVEN, ((1, 2), 3))[0][len(HEADS):] == (tuple, spec.bounded(((1, 2), 3)))
     # tuples equal by == but of items Triton compiles apart key apart
-    keys = {k.key(*HEADS, t)[0] for t in [(True, 4), (1, 4), (1.0, 4), ((1,), 4), ([1], 4)]}
+    keys = {k.key(*GIVEN, t)[0] for t in [(True, 4), (1, 4), (1.0, 4), ((1,), 4), ([1], 4)]}
     assert len(keys) == 5
 
 
 def test_an_error_after_the_last_entry_was_taken_leaves_no_reference_to_it():
     k, record, jit, *_ = hit_setup()
     entry = next(iter(record["entries"].values()))
-    assert k.find(*HEADS, *CALL)[0] is entry  # remembered
+    assert k.find(*GIVEN, *CALL)[0] is entry  # remembered
 
     class Broken(Jit):
         hash = property(lambda self: 1 / 0)
@@ -376,7 +526,7 @@ def test_an_error_after_the_last_entry_was_taken_leaves_no_reference_to_it():
     before = sys.getrefcount(entry)
     for _ in range(100):
         with pytest.raises(ZeroDivisionError):
-            k.find(*HEADS, *CALL)
+            k.find(*GIVEN, *CALL)
     assert sys.getrefcount(entry) == before
 
 
@@ -393,8 +543,8 @@ def test_entries_must_be_a_dict_and_a_hit_needs_them():
         keyer(entries=[])
     k, *_ = hit_setup()
     with pytest.raises(TypeError, match="a hit needs entries"):
-        _call.GuardKey(PARAMS, len(HEADS), Tensor, int_key, classify, NoKey, DIVISIBILITY_MASK,
-                       {"jit": 1, "runtime": 1, "stream": 1, "hook_chain": None, "check_globals": 1, "grid3": 1,
+        _call.GuardKey(PARAMS, SPEC, Tensor, int_key, classify, NoKey, DIVISIBILITY_MASK,
+                       {"jit": 1, "runtime": 1, "device": len, "stream": 1, "hook_chain": None, "check_globals": 1, "grid3": 1,
                         "names": ("x", "n", "m", "k", "BLOCK"), "fields": {}})
 
 
@@ -404,11 +554,11 @@ def test_a_tuple_is_keyed_item_by_item_in_c_as_classify_keys_it():
     C's depth goes on through classify."""
     k = keyer(entries={})
     t = (Tensor(0x2000), Tensor(0x2004, "fp16"), 7, 16, 2**40, 2.5, True, None, (1, (Tensor(0x10), 3.0)))
-    assert k.key(*HEADS, t, 1, 1, 1, 1)[0][3] == classify(t, True, True, Tensor)
+    assert k.key(*GIVEN, t, 1, 1, 1, 1)[0][3] == classify(t, True, True, Tensor)
     deep = 5
     for _ in range(40):
         deep = (deep,)
-    assert k.key(*HEADS, deep, 1, 1, 1, 1)[0][3] == classify(deep, True, True, Tensor)
+    assert k.key(*GIVEN, deep, 1, 1, 1, 1)[0][3] == classify(deep, True, True, Tensor)
 
     class Descriptor:
         block_shape, base = [16], None
@@ -416,6 +566,6 @@ def test_a_tuple_is_keyed_item_by_item_in_c_as_classify_keys_it():
     with pytest.raises(NoKey):
         classify(Descriptor(), True, True)  # registers the class as one that never keys
     with pytest.raises(NoKey):
-        k.key(*HEADS, (1, Descriptor()), 1, 1, 1, 1)
+        k.key(*GIVEN, (1, Descriptor()), 1, 1, 1, 1)
     with pytest.raises(NoKey, match="beyond 64 bits"):
-        k.find(*HEADS, (2**70,), 1, 1, 1, 1)
+        k.find(*GIVEN, (2**70,), 1, 1, 1, 1)

@@ -26,8 +26,9 @@ def test_the_guard_of_a_kernel_is_printed_once_and_compiles():
     proc = _run(f"{KERNELS}:many_args_kernel")
     assert proc.returncode == 0, proc.stderr
     source = proc.stdout
-    # one body per kernel: kernel[grid]'s call; run (what autotuners call) calls it
-    assert source.count("def _launcher_call(grid, out, a0,") == 1 and source.count("def _launcher_run(") == 1
+    # one body per kernel: the general path of kernel[grid]'s C call; run (what autotuners call) calls that C call
+    assert source.count("def _launcher_general(grid, _launcher_keyed, _launcher_options, out, a0,") == 1
+    assert source.count("def _launcher_run(") == 1 and "_launcher_KEYER.call(grid, out, a0," in source
     assert source.count("_launcher_ENTRIES.get(") == 1
     assert (", ".join(codegen.RESERVED + f for f in codegen.GuardEntry._fields) + " = _launcher_e") in source
     assert "_lg_" not in source and "\\\n" not in source  # one prefix; no line continued (or joined) by a backslash
@@ -41,7 +42,7 @@ def test_the_printed_guard_is_the_code_a_guard_runs():
     printed = fast_dispatch.guard_source(K.add_kernel)
     guard = fast_dispatch.Guard(K.add_kernel, lambda *a, **k: None, device=lambda: 0, stream=lambda d: 0)
     try:
-        lines = linecache.getlines(guard.call.__code__.co_filename)  # codegen.define's wrapper around it
+        lines = linecache.getlines(guard.general.__code__.co_filename)  # codegen.define's wrapper around it
         made = [line[4:].rstrip() for line in lines[1:-1] if line.strip() and not line.strip().startswith("return (")]
         assert [line.rstrip() for line in printed.splitlines() if line.strip()] == made
     finally:
@@ -52,7 +53,8 @@ def test_the_printed_guard_is_the_code_a_guard_runs():
 def test_a_module_by_name_and_under_decorators(monkeypatch, capsys):
     monkeypatch.syspath_prepend(HERE)
     assert main(["kernels:add_kernel"]) == 0
-    assert "def _launcher_call(grid, x_ptr, y_ptr, out_ptr, n, BLOCK, **_launcher_options):" in capsys.readouterr().out
+    assert "def _launcher_general(grid, _launcher_keyed, _launcher_options, x_ptr, y_ptr, out_ptr, n, BLOCK):" in \
+        capsys.readouterr().out
 
 
 @pytest.mark.parametrize("target, message", [
