@@ -39,16 +39,16 @@
 #include "launcher.h"
 
 /* Vectorcall (PEP 590), for the objects `kernel[grid](...)` calls (GuardItem, GuardCall): the
- * protocol (the flag, the type's offset, the function's signature) is the same from Python 3.8
- * on, and is part of the limited API from 3.12; the names it needs are stated here for the 3.10
- * build.  A heap type takes its offset from its spec's "__vectorcalloffset__" member (3.9 on),
- * and keeps a tp_call for callers that use that slot. */
-#if Py_LIMITED_API + 0 < 0x030C0000
-typedef PyObject *(*vectorcallfunc)(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames);
-#define PY_VECTORCALL_ARGUMENTS_OFFSET ((size_t)1 << (8 * sizeof(size_t) - 1))
-#define Py_TPFLAGS_HAVE_VECTORCALL (1UL << 11)
-static inline Py_ssize_t PyVectorcall_NARGS(size_t n) { return (Py_ssize_t)(n & ~PY_VECTORCALL_ARGUMENTS_OFFSET); }
-#endif
+ * protocol (the type flag, the type's offset, the function's signature) is the same from Python
+ * 3.8 on and is part of the limited API from 3.12; it is stated here under names of our own, for
+ * the 3.10 build (which headers of 3.12 on would declare in part).  A heap type takes its offset
+ * from its spec's "__vectorcalloffset__" member (3.9 on), and keeps a tp_call for callers that
+ * use that slot. */
+typedef PyObject *(*vectorcall_fn)(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+#define VECTORCALL_FLAG (1UL << 11)  /* Py_TPFLAGS_HAVE_VECTORCALL */
+static inline Py_ssize_t vectorcall_nargs(size_t nargsf) {  /* PyVectorcall_NARGS */
+    return (Py_ssize_t)(nargsf & ~((size_t)1 << (8 * sizeof(size_t) - 1)));
+}
 #include <structmember.h>  /* PyMemberDef's T_PYSSIZET, READONLY: the vectorcall offset */
 
 /* The native entries, as the header declares them (called through the addresses Python gives:
@@ -571,37 +571,71 @@ static PyObject *checks_capsule(PyObject *checks, Py_ssize_t limit, Py_ssize_t *
     return capsule;
 }
 
-/* The values of a call with keywords, or with another number of positional arguments, bound
- * into values[0..n) as launcher.prepared.bind binds them: positional ones first, then each
- * keyword at its parameter's index (`keywords`), then each parameter left out from `defaults`.
- * 1: bound, values[] new references; 0: declined (more arguments than parameters, a keyword that
- * is not an exact str or not in `keywords`, a parameter given twice, one missing with no value),
- * values[] untouched; the general path raises what Python's binding raises, or takes the
- * keyword as its own.  Runs no Python code (exact str keys, an exact dict), so what it reads
- * cannot change under it; -1 only should a lookup fail. */
-static int bind_call(PyObject *args, PyObject *kwargs, PyObject *keywords, PyObject *defaults, Py_ssize_t n,
-                     PyObject **values) {
-    Py_ssize_t given = PyTuple_Size(args);
-    if (given > n) return 0;
-    for (Py_ssize_t i = 0; i < n; i++) values[i] = i < given ? PyTuple_GetItem(args, i) : NULL;
-    if (kwargs) {
+/* The binding of a call's arguments to a kernel's n parameters, as Python binds a call of a
+ * function with those parameters (none of them *args or **kwargs): the positional ones first
+ * (the caller has put them in values[0 .. nargs), nargs <= n, and NULL in the rest), then each
+ * keyword at its parameter's index (`keywords`: {exact str: index}), then each parameter left
+ * out from `defaults` (n tuples of at most one item: empty, no default).  The keywords come as a
+ * vectorcall's (kwnames, their values at kwvalues) or as a dict (kwargs).  values[] are
+ * borrowed.  A keyword that names no parameter goes into *options (a new dict, made on the first)
+ * where options is given.  The one home of that rule: a prepared call's (FastCall, which declines
+ * what is not BIND_OK, and Python explains) and a guarded kernel[grid]'s (gk_call_bound, which
+ * raises Python's TypeError itself).  Answers BIND_OK or, with *at the parameter it concerns,
+ * what Python would refuse (or, without options, a keyword that names no parameter or is not an
+ * exact str); -1 with an error.  Without options it runs no Python code (exact str keys, exact
+ * dicts), so what it reads cannot change under it. */
+enum { BIND_OK, BIND_TWICE, BIND_MISSING, BIND_UNKNOWN };
+
+static int bind_keyword(PyObject *name, PyObject *value, PyObject *keywords, PyObject **values, PyObject **options,
+                        Py_ssize_t *at) {
+    /* a str subclass is looked up where options are taken (the guard's call): Python binds it by == */
+    int str = PyUnicode_CheckExact(name) || (options && PyUnicode_Check(name));
+    PyObject *index = str ? PyDict_GetItemWithError(keywords, name) : NULL;
+    if (!index) {
+        if (PyErr_Occurred()) return -1;
+        if (!options || !str) return BIND_UNKNOWN;
+        if (!*options && !(*options = PyDict_New())) return -1;
+        return PyDict_SetItem(*options, name, value) < 0 ? -1 : BIND_OK;
+    }
+    Py_ssize_t i = PyLong_AsSsize_t(index);  /* in [0, n): checked when the keywords were set */
+    if (values[i]) { *at = i; return BIND_TWICE; }
+    values[i] = value;
+    return BIND_OK;
+}
+
+static int bind_args(PyObject **values, Py_ssize_t nargs, Py_ssize_t n, PyObject *kwnames, PyObject *const *kwvalues,
+                     PyObject *kwargs, PyObject *keywords, PyObject *defaults, PyObject **options, Py_ssize_t *at) {
+    int r = BIND_OK;
+    if (kwnames) {
+        for (Py_ssize_t k = 0; r == BIND_OK && k < PyTuple_Size(kwnames); k++)
+            r = bind_keyword(PyTuple_GetItem(kwnames, k), kwvalues[k], keywords, values, options, at);
+    } else if (kwargs) {
         Py_ssize_t pos = 0;
         PyObject *key, *value;
-        while (PyDict_Next(kwargs, &pos, &key, &value)) {
-            if (!PyUnicode_CheckExact(key)) return 0;
-            PyObject *at = PyDict_GetItemWithError(keywords, key);
-            if (!at) return PyErr_Occurred() ? -1 : 0;
-            Py_ssize_t i = PyLong_AsSsize_t(at);  /* in [0, n): _fast_set made sure */
-            if (values[i]) return 0;  /* given twice */
-            values[i] = value;
-        }
+        while (r == BIND_OK && PyDict_Next(kwargs, &pos, &key, &value))
+            r = bind_keyword(key, value, keywords, values, options, at);
     }
-    for (Py_ssize_t i = given; i < n; i++) {
+    for (Py_ssize_t i = nargs; r == BIND_OK && i < n; i++) {
         if (values[i]) continue;
         PyObject *fill = PyTuple_GetItem(defaults, i);
-        if (PyTuple_Size(fill) != 1) return 0;  /* a required parameter left out */
+        if (PyTuple_Size(fill) != 1) { *at = i; return BIND_MISSING; }
         values[i] = PyTuple_GetItem(fill, 0);
     }
+    return r;
+}
+
+/* The values of a prepared call with keywords, or with another number of positional arguments
+ * (bind_args, as launcher.prepared.bind binds them): 1, bound, values[] new references; 0,
+ * declined (more arguments than parameters, or what bind_args does not bind), values[] untouched:
+ * the general path raises what Python's binding raises, or takes the keyword as its own; -1 with
+ * an error. */
+static int bind_call(PyObject *args, PyObject *kwargs, PyObject *keywords, PyObject *defaults, Py_ssize_t n,
+                     PyObject **values) {
+    Py_ssize_t given = PyTuple_Size(args), at;
+    if (given > n) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) values[i] = i < given ? PyTuple_GetItem(args, i) : NULL;
+    int r = bind_args(values, given, n, NULL, NULL, kwargs, keywords, defaults, NULL, &at);
+    if (r != BIND_OK) return r < 0 ? -1 : 0;
     for (Py_ssize_t i = 0; i < n; i++) Py_INCREF(values[i]);
     return 1;
 }
@@ -770,7 +804,7 @@ static int fits_binding(PyObject *keywords, PyObject *defaults, Py_ssize_t n) {
     PyMem_Free(seen);
     if (ok) return 0;
 bad:
-    PyErr_SetString(PyExc_ValueError, "_fast_set: keywords and defaults do not fit the parameters");
+    PyErr_SetString(PyExc_ValueError, "keywords and defaults do not fit the parameters");
     return -1;
 }
 
@@ -1364,7 +1398,7 @@ typedef struct {
     PyObject *entries;  /* key -> entry (find and hit), or NULL */
     PyObject *last;  /* (key, entry) of the last key found, or NULL */
     /* the call (set_call): all set, or none */
-    PyObject *general, *defaults, *missing, *never_class, *kname;
+    PyObject *general, *keywords, *defaults, *never_class, *kname;
     Py_ssize_t never;  /* the parameter whose argument of class never_class goes to the general path, or -1 */
     int live;  /* whether the guard is in front of its kernel: a call hits only then */
 } GuardKey;
@@ -1878,14 +1912,6 @@ static PyObject *gk_find(PyObject *op, PyObject *const *args, Py_ssize_t nargs) 
  * hit leaves (a miss, keyed; or NotImplemented), goes to the guard's generated general path:
  * general(grid, keyed or None, options, *every parameter's argument).  A call Python would
  * refuse to bind raises TypeError here, naming the parameter. */
-static Py_ssize_t gk_index(GuardKey *self, PyObject *name) {
-    for (Py_ssize_t i = 0; i < self->n; i++)
-        if (PyTuple_GetItem(self->names, i) == name) return i;
-    for (Py_ssize_t i = 0; i < self->n; i++)
-        if (PyUnicode_Compare(PyTuple_GetItem(self->names, i), name) == 0) return i;
-    return -1;
-}
-
 static PyObject *gk_call_bound(GuardKey *self, PyObject *grid, PyObject *const *args, Py_ssize_t nargs,
                                PyObject *kwnames) {
     if (!self->general) { PyErr_SetString(PyExc_TypeError, "GuardKey: no call was set (set_call)"); return NULL; }
@@ -1899,28 +1925,19 @@ static PyObject *gk_call_bound(GuardKey *self, PyObject *grid, PyObject *const *
         goto done;
     }
     for (Py_ssize_t i = 0; i < nargs; i++) bound[i] = args[i];  /* borrowed: the caller holds them */
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *name = PyTuple_GetItem(kwnames, k);
-        if (!PyUnicode_Check(name)) { PyErr_SetString(PyExc_TypeError, "keywords must be strings"); goto done; }
-        Py_ssize_t i = gk_index(self, name);
-        if (i < 0) {  /* a launch option */
-            if (!options && !(options = PyDict_New())) goto done;
-            if (PyDict_SetItem(options, name, args[nargs + k]) < 0) goto done;
-        } else if (bound[i]) {
-            PyErr_Format(PyExc_TypeError, "%U[grid](): got multiple values for parameter '%U'", self->kname, name);
-            goto done;
-        } else {
-            bound[i] = args[nargs + k];
-        }
-    }
-    for (Py_ssize_t i = nargs; i < n; i++) {
-        if (bound[i]) continue;
-        bound[i] = PyTuple_GetItem(self->defaults, i);
-        if (bound[i] == self->missing) {
+    Py_ssize_t at = 0;
+    int r = bind_args(bound, nargs, n, nkw ? kwnames : NULL, args + nargs, NULL, self->keywords, self->defaults,
+                      &options, &at);
+    if (r != BIND_OK) {
+        if (r == BIND_TWICE)
+            PyErr_Format(PyExc_TypeError, "%U[grid](): got multiple values for parameter '%U'", self->kname,
+                         PyTuple_GetItem(self->names, at));
+        else if (r == BIND_MISSING)
             PyErr_Format(PyExc_TypeError, "%U[grid](): missing the required argument for parameter '%U'",
-                         self->kname, PyTuple_GetItem(self->names, i));
-            goto done;
-        }
+                         self->kname, PyTuple_GetItem(self->names, at));
+        else if (r == BIND_UNKNOWN)
+            PyErr_Format(PyExc_TypeError, "%U[grid](): keywords must be strings", self->kname);
+        goto done;
     }
     if (!options && self->live && !(self->never >= 0 && (PyObject *)Py_TYPE(bound[self->never]) == self->never_class)) {
         PyObject *r = gk_hit_bound(self, grid, bound);
@@ -1959,18 +1976,20 @@ static void replace_ref(PyObject **slot, PyObject *value) {
     Py_XDECREF(old);
 }
 
-/* set_call(general, defaults, missing, never, name): what the call needs besides the hit
- * (above); defaults: one per parameter, `missing` where it has none; never: (parameter index,
- * class) or None; name: the kernel's, for errors. */
+/* set_call(general, keywords, defaults, never, name): what the call needs besides the hit
+ * (above); keywords, defaults: bind_args' ({name: index}, one tuple of at most one item per
+ * parameter); never: (parameter index, class) or None; name: the kernel's, for errors. */
 static PyObject *gk_set_call(PyObject *op, PyObject *args) {
     GuardKey *self = (GuardKey *)op;
-    PyObject *general, *defaults, *missing, *never, *kname, *never_class = NULL;
+    PyObject *general, *keywords, *defaults, *never, *kname, *never_class = NULL;
     Py_ssize_t never_at = -1;
-    if (!PyArg_ParseTuple(args, "OO!OOU", &general, &PyTuple_Type, &defaults, &missing, &never, &kname)) return NULL;
-    if (!self->jit || !PyCallable_Check(general) || PyTuple_Size(defaults) != self->n) {
-        PyErr_SetString(PyExc_TypeError, "GuardKey.set_call: a hit, a callable and one default per parameter");
+    if (!PyArg_ParseTuple(args, "OO!O!OU", &general, &PyDict_Type, &keywords, &PyTuple_Type, &defaults, &never, &kname))
+        return NULL;
+    if (!self->jit || !PyCallable_Check(general) || !PyDict_CheckExact(keywords) || !PyTuple_CheckExact(defaults)) {
+        PyErr_SetString(PyExc_TypeError, "GuardKey.set_call: a hit, a callable, a dict and a tuple");
         return NULL;
     }
+    if (fits_binding(keywords, defaults, self->n) < 0) return NULL;
     if (never != Py_None) {
         if (!PyArg_ParseTuple(never, "nO!", &never_at, &PyType_Type, &never_class)) return NULL;
         if (never_at < 0 || never_at >= self->n) {
@@ -1979,8 +1998,8 @@ static PyObject *gk_set_call(PyObject *op, PyObject *args) {
         }
     }
     replace_ref(&self->general, Py_NewRef(general));
+    replace_ref(&self->keywords, Py_NewRef(keywords));
     replace_ref(&self->defaults, Py_NewRef(defaults));
-    replace_ref(&self->missing, Py_NewRef(missing));
     replace_ref(&self->never_class, never_class ? Py_NewRef(never_class) : NULL);
     replace_ref(&self->kname, Py_NewRef(kname));
     self->never = never_at;
@@ -2005,7 +2024,7 @@ static PyObject *gk_settle(PyObject *op, PyObject *args) {
 /* kernel[grid] of a guarded kernel (GuardItem makes it): its call is gk_call_bound's. */
 typedef struct {
     PyObject_HEAD
-    vectorcallfunc vectorcall;
+    vectorcall_fn vectorcall;
     PyObject *gk, *grid;
 } GuardCall;
 
@@ -2013,7 +2032,7 @@ static PyTypeObject *guard_call_type, *guard_key_type;  /* held by the module */
 
 static PyObject *gcl_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     GuardCall *self = (GuardCall *)op;
-    return gk_call_bound((GuardKey *)self->gk, self->grid, args, PyVectorcall_NARGS(nargsf), kwnames);
+    return gk_call_bound((GuardKey *)self->gk, self->grid, args, vectorcall_nargs(nargsf), kwnames);
 }
 
 static PyObject *gcl_call(PyObject *op, PyObject *args, PyObject *kwargs) {  /* tp_call: the same, from a tuple and a dict */
@@ -2087,7 +2106,7 @@ static int gk_clear(PyObject *op) {
     Py_CLEAR(self->jit); Py_CLEAR(self->runtime); Py_CLEAR(self->entries); Py_CLEAR(self->stream);
     Py_CLEAR(self->hook_chain); Py_CLEAR(self->check_globals); Py_CLEAR(self->grid3); Py_CLEAR(self->names);
     Py_CLEAR(self->last); Py_CLEAR(self->device);
-    Py_CLEAR(self->general); Py_CLEAR(self->defaults); Py_CLEAR(self->missing); Py_CLEAR(self->never_class);
+    Py_CLEAR(self->general); Py_CLEAR(self->keywords); Py_CLEAR(self->defaults); Py_CLEAR(self->never_class);
     Py_CLEAR(self->kname);
     return 0;
 }
@@ -2224,7 +2243,7 @@ static int gk_traverse(PyObject *op, visitproc visit, void *arg) {
     for (Py_ssize_t i = 0; self->head && i < self->heads; i++) {
         Py_VISIT(self->head[i].obj); Py_VISIT(self->head[i].name); Py_VISIT(self->head[i].extra);
     }
-    Py_VISIT(self->general); Py_VISIT(self->defaults); Py_VISIT(self->missing); Py_VISIT(self->never_class);
+    Py_VISIT(self->general); Py_VISIT(self->keywords); Py_VISIT(self->defaults); Py_VISIT(self->never_class);
     Py_VISIT(self->kname);
     return 0;
 }
@@ -2266,7 +2285,7 @@ static PyMethodDef gk_methods[] = {
      "find(*given heads, *arguments): (the entry recorded for the key or None, key, *the launch values of the parameters marked out)."},
     {"call", (PyCFunction)(void (*)(void))gk_call, METH_FASTCALL | METH_KEYWORDS,
      "call(grid, *args, **kwargs): kernel[grid](*args, **kwargs) through the guard (bound, then hit or the general path)."},
-    {"set_call", gk_set_call, METH_VARARGS, "set_call(general, defaults, missing, never, name): what call() needs besides the hit."},
+    {"set_call", gk_set_call, METH_VARARGS, "set_call(general, keywords, defaults, never, name): what call() needs besides the hit."},
     {"settle", gk_settle, METH_VARARGS, "settle(device, tensor): the device getter a hit calls, the class keyed as a tensor."},
     {"forget", gk_forget, METH_NOARGS, "forget(): let go of the last key found and its entry."},
     {NULL, NULL, 0, NULL},
@@ -2284,7 +2303,7 @@ static PyMemberDef gcl_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
-GC_TYPE(gcl, GuardCall, Py_TPFLAGS_HAVE_VECTORCALL,
+GC_TYPE(gcl, GuardCall, VECTORCALL_FLAG,
         "kernel[grid] of a guarded kernel: calling it is GuardKey.call(grid, ...) (made by GuardItem).",
         {Py_tp_call, gcl_call}, {Py_tp_members, gcl_members});
 
@@ -2301,7 +2320,7 @@ GC_TYPE(gcl, GuardCall, Py_TPFLAGS_HAVE_VECTORCALL,
  * called by vectorcall, so that kernel[grid] costs no Python frame and no argument tuple. */
 typedef struct {
     PyObject_HEAD
-    vectorcallfunc vectorcall;
+    vectorcall_fn vectorcall;
     PyObject *fallback, *call_attr;
     PyObject *plain;  /* the kernel class whose attributes here are its instances' __dict__ entries, or None */
 } GuardItem;
@@ -2366,9 +2385,9 @@ static PyObject *gi_call(PyObject *op, PyObject *args, PyObject *kwargs) {
 }
 
 static PyObject *gi_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    if (PyVectorcall_NARGS(nargsf) == 2 && (!kwnames || !PyTuple_Size(kwnames)))
+    if (vectorcall_nargs(nargsf) == 2 && (!kwnames || !PyTuple_Size(kwnames)))
         return gi_item((GuardItem *)op, args[0], args[1]);
-    Py_ssize_t n = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    Py_ssize_t n = vectorcall_nargs(nargsf), nkw = kwnames ? PyTuple_Size(kwnames) : 0;
     PyObject *tuple = PyTuple_New(n), *kw = nkw ? PyDict_New() : NULL, *result = NULL;
     for (Py_ssize_t i = 0; tuple && i < n; i++) PyTuple_SetItem(tuple, i, Py_NewRef(args[i]));
     for (Py_ssize_t k = 0; kw && k < nkw; k++)
@@ -2432,7 +2451,7 @@ static PyMemberDef gi_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
-GC_TYPE(gi, GuardItem, Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+GC_TYPE(gi, GuardItem, Py_TPFLAGS_METHOD_DESCRIPTOR | VECTORCALL_FLAG,
         "GuardItem(triton_getitem, call_attribute, plain=None): "
         "JITFunction.__getitem__ while the fast-dispatch guard is on (launcher.fast_dispatch).",
         {Py_tp_new, gi_new}, {Py_tp_call, gi_call}, {Py_tp_descr_get, gi_descr_get},

@@ -61,7 +61,6 @@ _misses = [0]
 _hits = [0]  # every guard's hits (the generated code counts here): the counters only grow
 _ABSENT = (None,)  # what _stock.get answers for a key it has not seen
 _UNSET = ("a knob the user has not set",)  # in a key: the knob's value comes from the environment
-_MISSING = ("no default",)  # a parameter's default in the keyer's call (GuardKey.set_call) where it has none
 _GUARD = "_launcher_guard"  # where a JITFunction keeps its guard while the guard is off
 _CALL = "_launcher_call"  # where an attached guard keeps the `call` that kernel[grid] returns
 
@@ -251,8 +250,9 @@ class Guard:
                                                             never[0] if never is not None else None, shared)
             self.keyer = ns["_launcher_KEYER"]
             at = [p.name for p in params].index(never[0]) if never is not None else None
-            self.keyer.set_call(self.general, tuple(_MISSING if p.default is A.EMPTY else p.default for p in params),
-                                _MISSING, (at, never[1]) if never is not None else None, str(name))
+            self.keyer.set_call(self.general, {p.name: i for i, p in enumerate(params)},
+                                tuple(() if p.default is A.EMPTY else (p.default,) for p in params),
+                                (at, never[1]) if never is not None else None, str(name))
         jit.__dict__[_GUARD] = self
         self._put_in_front()
 

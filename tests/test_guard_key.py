@@ -300,7 +300,7 @@ def test_more_parameters_than_the_stack_holds():
 
 
 # -- the call: kernel[grid](*args, **kwargs) bound in C --
-MISSING = ("no default",)
+KEYWORDS = {name: i for i, name in enumerate(("x", "n", "m", "k", "BLOCK"))}
 
 
 def call_setup(**entry):
@@ -312,7 +312,7 @@ def call_setup(**entry):
         general.append((grid, keyed, options, values))
         return "GENERAL"
 
-    k.set_call(general_path, (MISSING, MISSING, MISSING, 2.5, 64), MISSING, None, "kern")
+    k.set_call(general_path, KEYWORDS, ((), (), (), (2.5,), (64,)), None, "kern")
     k.live = True
     return k, record, jit, rt, kernel_cache
 
@@ -357,12 +357,18 @@ def test_what_the_hit_leaves_goes_to_the_general_path_with_every_value_bound():
     class Odd:
         pass
 
-    k.set_call(lambda *a: general.append(a), (MISSING,) * 5, MISSING, (1, Odd), "kern")
+    k.set_call(lambda *a: general.append(a), KEYWORDS, ((),) * 5, (1, Odd), "kern")
     k.call((1,), *CALL)  # not of the never class: a hit
     assert len(record["flat"]) == 1
     odd = Odd()
     assert k.call((1,), CALL[0], odd, 7, 2.5, 64) is None
     assert general[-1] == ((1,), None, {}, CALL[0], odd, 7, 2.5, 64) and len(record["flat"]) == 1
+    class Name(str):
+        pass
+
+    k.call((1,), *CALL[:4], **{Name("BLOCK"): 64})  # not an exact str: bound as Python binds it (a hit)
+    k.call((1,), *CALL, **{Name("num_warps"): 4})  # an option
+    assert general[-1] == ((1,), None, {"num_warps": 4}, *CALL) and len(record["flat"]) == 2
     jit.pre_run_hooks.append(print)  # the hit declines: the general path, with no key
     k.call((1,), *CALL)
     assert general[-1] == ((1,), None, {}, *CALL)
@@ -389,12 +395,14 @@ def test_a_call_without_its_parts_set_raises():
     k, *_ = hit_setup()
     with pytest.raises(TypeError, match="no call was set"):
         k.call((1,), *CALL)
-    with pytest.raises(TypeError, match="one default per parameter"):
-        k.set_call(print, (MISSING,), MISSING, None, "kern")
+    for keywords, defaults in [(KEYWORDS, ((),)), ({"x": 5}, ((),) * 5), ({"x": 0, "n": 0}, ((),) * 5),
+                               (KEYWORDS, ((),) * 4 + ((1, 2),))]:
+        with pytest.raises(ValueError, match="do not fit the parameters"):
+            k.set_call(print, keywords, defaults, None, "kern")
     with pytest.raises(ValueError, match="out of range"):
-        k.set_call(print, (MISSING,) * 5, MISSING, (5, int), "kern")
+        k.set_call(print, KEYWORDS, ((),) * 5, (5, int), "kern")
     with pytest.raises(TypeError):
-        keyer().set_call(print, (MISSING,) * 5, MISSING, None, "kern")  # no hit
+        keyer().set_call(print, KEYWORDS, ((),) * 5, None, "kern")  # no hit
 
 
 def test_heads_are_read_on_every_call_as_their_spec_says():
