@@ -1313,7 +1313,7 @@ GC_TYPE(de, DescEncoder, 0,
  *                      specialization.INT_KEYS, else int_key(v, specialize, align)), None;
  *   a float, a bool, None: its class, None;
  *   an exact tuple:    the tuple of its items' keys (gk_item_key: Triton specializes them fully,
- *                      as fast_dispatch._item_key states), None;
+ *                      as specialization.item_key states), None;
  *   anything else:     classify(v, specialize, align, tensor), None.
  * The answer is the tuple (key, *values): the launch value of each parameter marked `out`, a
  * tensor's data_ptr() (read once, for the key and the launch), else the argument.  Where classify
@@ -1477,7 +1477,8 @@ static int gk_aligned(PyObject *p, unsigned long long mask) {
 
 #define GK_TUPLE_DEPTH 32  /* tuples nested deeper are keyed by classify */
 
-/* The key of an item of an exact tuple argument (Triton specializes items fully): a `tensor` by
+/* The key of an item of an exact tuple argument (Triton specializes items fully), by the rule of
+ * specialization.item_key (and, for what that leaves, the guard's or the bundle's classify): a `tensor` by
  * (dtype, data_ptr() & mask is 0), an exact int by int_key's code (the parameter's table where it is
  * specialized fully, else int_key(v, True, True)), a float, bool or None by its class, an exact
  * tuple by the tuple of its items' keys, anything else by classify(v, True, True, tensor), whose

@@ -39,7 +39,7 @@ from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
 from launcher.fence_hook import fence_policy
 from launcher.specialization import (DIVISIBILITY_MASK, INT_KEYS, _tensordesc_type, array_interface, divisible,
-                                     int_key)
+                                     int_key, item_key)
 
 log = logging.getLogger("launcher.bundle")
 
@@ -70,13 +70,10 @@ def key_of(v, tensor=None):
     """What the choice of a variant depends on in argument `v` (an argument GuardKey hands back,
     or an item of a tuple): as GuardKey keys ints, floats, bools, None and instances of `tensor`
     (torch.Tensor where the generated call keys torch's tensors)."""
+    key = item_key(v, tensor)  # tensors, ints, floats, bools and None: keyed as every front door keys them
+    if key is not NotImplemented:
+        return key if key is not None else _BEYOND_64_BITS  # as GuardKey keys one (_int_key)
     cls = v.__class__
-    if cls is int:
-        return _IK.get(v) or _int_key(v)  # int_key's table first, as GuardKey reads it (no code is 0)
-    if cls is float or cls is bool or v is None:
-        return cls
-    if cls is tensor:
-        return (v.dtype, not v.data_ptr() & DIVISIBILITY_MASK)
     if cls is tuple:
         return (tuple, tuple([key_of(x, tensor) for x in v]))
     if cls in _DESCRIPTOR_CLASSES and hasattr(v, "block_shape"):  # seen below before: no failing probes first

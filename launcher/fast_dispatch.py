@@ -50,8 +50,8 @@ import weakref
 from launcher import _call, codegen, triton_adapter as A
 from launcher.arguments import grid3
 from launcher.cuda_launcher import CudaLauncher
-from launcher.specialization import DIVISIBILITY_MASK as _MASK, INT_KEYS, triton_type
-from launcher.specialization import int_key as _int_key
+from launcher.specialization import DIVISIBILITY_MASK as _MASK, triton_type
+from launcher.specialization import int_key as _int_key, item_key as _full_key
 
 _lock = threading.Lock()
 _state: dict = {}  # while enabled: the original JITFunction.run
@@ -204,16 +204,13 @@ def int_key(v: int, specialize: bool = True, align: bool = True) -> int:
 
 
 def _item_key(v, tensor):
-    """The key of an item of a tuple argument (specialized fully, as Triton does): the common
-    kinds here, with the generated code's codes; anything else through classify."""
-    cls = v.__class__
-    if cls is tensor:
-        return (v.dtype, not v.data_ptr() & _MASK)
-    if cls is int:
-        key = INT_KEYS[True, True].get(v)
-        return key if key is not None else int_key(v)
-    if cls is float or cls is bool or v is None:
-        return cls  # by class, as the generated code keys them
+    """The key of an item of a tuple argument (specialized fully, as Triton does):
+    specialization.item_key's, NoKey for an int beyond 64 bits; anything else through classify."""
+    key = _full_key(v, tensor)
+    if key is None:
+        raise NoKey("an integer beyond 64 bits")
+    if key is not NotImplemented:
+        return key
     key = classify(v, True, True, tensor)
     if key.__class__ is NoKey:
         raise key

@@ -106,6 +106,28 @@ def int_key(v: int, specialize: bool = True, align: bool = True) -> int | None:
     return key
 
 
+_FULL = INT_KEYS[True, True]
+
+
+def item_key(v, tensor=None):
+    """The key of a value Triton specializes fully (an item of a tuple argument), for the kinds
+    every front door keys alike: an instance of `tensor` (torch.Tensor, or the caller's stand-in)
+    by its dtype and whether data_ptr() is divisible by 16; an exact int by int_key's code (None
+    beyond 64 bits); a float, a bool or None by its class. NotImplemented for anything else,
+    which each front door keys its own way (the guard: fast_dispatch.classify; bundles:
+    bundle_kernel.key_of). The one statement of that rule: launcher._call.GuardKey carries it out
+    in C for the items of exact tuples (gk_item_key)."""
+    cls = v.__class__
+    if cls is tensor:
+        return (v.dtype, not v.data_ptr() & DIVISIBILITY_MASK)
+    if cls is int:
+        key = _FULL.get(v)  # int_key's table first (no code is None)
+        return key if key is not None else int_key(v)
+    if cls is float or cls is bool or v is None:
+        return cls
+    return NotImplemented
+
+
 class AssumptionError(ValueError):
     """An argument breaks an assumption of the compiled kernel it would be launched with."""
 

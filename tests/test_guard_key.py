@@ -557,7 +557,7 @@ def test_entries_must_be_a_dict_and_a_hit_needs_them():
 
 
 def test_a_tuple_is_keyed_item_by_item_in_c_as_classify_keys_it():
-    """An exact tuple is keyed in C by the rule of fast_dispatch._item_key (Triton specializes
+    """An exact tuple is keyed in C by the rule of specialization.item_key (Triton specializes
     items fully): the same key classify gives; a never-keying item raises its NoKey; nesting past
     C's depth goes on through classify."""
     k = keyer(entries={})

@@ -193,3 +193,24 @@ def test_an_array_interface_is_read_once_for_a_descriptor_base():
     base = CudaArray(obj)
     assert obj.reads == 1
     assert (base.address, base.dtype, base.shape, base.strides) == (4096, "fp16", (1, 64), (64, 1))
+
+
+def test_one_item_key_rule_for_every_front_door():
+    """specialization.item_key keys the values every front door keys alike (tensors, ints, floats,
+    bools, None); the guard's _item_key, a bundle's key_of and the C key of an exact tuple's items
+    (GuardKey, in test_guard_key) answer what it answers, and each keys the rest its own way."""
+    from launcher import bundle_kernel, fast_dispatch
+    from launcher.specialization import int_key, item_key
+
+    t = FakeTensor(0x1000, "fp32")
+    values = [t, FakeTensor(0x1004, "fp16"), 0, 1, 16, 17, -3, 2**40, 2**63, 0.5, True, None]
+    for v in values:
+        want = item_key(v, FakeTensor)
+        assert want is not NotImplemented
+        assert fast_dispatch._item_key(v, FakeTensor) == want and bundle_kernel.key_of(v, FakeTensor) == want
+    assert item_key(t, FakeTensor) == ("fp32", True) and item_key(FakeTensor(0x1004, "fp16"), FakeTensor) == ("fp16", False)
+    assert item_key(17) == int_key(17) and item_key(True) is bool and item_key(None) is type(None)
+    assert item_key(2**70) is None and item_key("text") is NotImplemented and item_key((1,)) is NotImplemented
+    assert item_key(t) is NotImplemented  # not an instance of the tensor class named
+    with pytest.raises(fast_dispatch.NoKey):
+        fast_dispatch._item_key(2**70, FakeTensor)
