@@ -1401,11 +1401,20 @@ typedef struct {
     PyObject *general, *keywords, *defaults, *never_class, *kname;
     Py_ssize_t never;  /* the parameter whose argument of class never_class goes to the general path, or -1 */
     int live;  /* whether the guard is in front of its kernel: a call hits only then */
+    int bundle;  /* the call is a bundled kernel's (set_bundle_call): its hit is gk_bundle_hit */
+    Py_ssize_t positional;  /* a bundled kernel's parameters a call may pass by position */
 } GuardKey;
 
 static PyObject *s_hash, *s_device_caches, *s_pre_run_hooks, *s_stages, *s_used_globals, *s_launch_failed;
 static PyTypeObject *flat_type;  /* launcher._call.FlatLaunch: its launch is called directly */
 static unsigned long long guard_hit_count;
+
+/* *slot = value (a new reference), the old one released after. */
+static void replace_ref(PyObject **slot, PyObject *value) {
+    PyObject *old = *slot;
+    *slot = value;
+    Py_XDECREF(old);
+}
 
 static void release(PyObject **values, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) Py_CLEAR(values[i]);
@@ -1700,6 +1709,29 @@ static int attr_set(PyObject *obj, PyObject *name, int truth) {
     return r;
 }
 
+/* flat(function, stream, grid, *the launch values) (values[i], else args[i]): a FlatLaunch's
+ * launch called directly (no bound call's tuple), anything else by PyObject_Call.  Its answer
+ * (None launched, False declined, (status, packed bytes) refused), NULL with an error. */
+static PyObject *flat_call(PyObject *flat, PyObject *function, PyObject *stream, PyObject *grid, Py_ssize_t n,
+                           PyObject *const *args, PyObject *const *values) {
+    PyObject *stack[3 + GK_STACK], **vec = n <= GK_STACK ? stack : PyMem_Calloc(3 + n, sizeof(PyObject *)), *st = NULL;
+    if (!vec) return PyErr_NoMemory();
+    vec[0] = function; vec[1] = stream; vec[2] = grid;  /* borrowed: each is held by the caller */
+    for (Py_ssize_t i = 0; i < n; i++) vec[3 + i] = values[i] ? values[i] : args[i];
+    PyObject *fl = PyCFunction_Check(flat) ? PyCFunction_GetSelf(flat) : NULL, *argv;
+    if (fl && Py_TYPE(fl) == flat_type) {
+        Py_INCREF(fl);
+        st = fl_launch(fl, vec, 3 + n);
+        Py_DECREF(fl);
+    } else if ((argv = PyTuple_New(3 + n))) {
+        for (Py_ssize_t i = 0; i < 3 + n; i++) PyTuple_SetItem(argv, i, Py_NewRef(vec[i]));
+        st = PyObject_Call(flat, argv, NULL);
+        Py_DECREF(argv);
+    }
+    if (vec != stack) PyMem_Free(vec);
+    return st;
+}
+
 /* The launch of a hit whose entry holds: 0 launched, -1 with an error. */
 static int gk_launch(GuardKey *self, PyObject *entry, PyObject *device, PyObject *grid, PyObject *const *args,
                      PyObject **values) {
@@ -1729,22 +1761,7 @@ static int gk_launch(GuardKey *self, PyObject *entry, PyObject *device, PyObject
     PyObject *flat = field(self, entry, F_FLAT);
     guard_hit_count++;
     if (flat != Py_None) {  /* (function, stream, grid, *values): None launched, False declined */
-        PyObject *stack[3 + GK_STACK], **vec = n <= GK_STACK ? stack : PyMem_Calloc(3 + n, sizeof(PyObject *));
-        if (!vec) { PyErr_NoMemory(); goto done; }
-        vec[0] = function; vec[1] = stream; vec[2] = g;  /* borrowed: each is held here or by the caller */
-        for (Py_ssize_t i = 0; i < n; i++) vec[3 + i] = values[i] ? values[i] : args[i];
-        PyObject *fl = PyCFunction_Check(flat) ? PyCFunction_GetSelf(flat) : NULL;
-        if (fl && Py_TYPE(fl) == flat_type) {  /* FlatLaunch.launch, called without a bound call's tuple */
-            Py_INCREF(fl);
-            st = fl_launch(fl, vec, 3 + n);
-            Py_DECREF(fl);
-        } else if ((argv = PyTuple_New(3 + n))) {
-            for (Py_ssize_t i = 0; i < 3 + n; i++) PyTuple_SetItem(argv, i, Py_NewRef(vec[i]));
-            st = PyObject_Call(flat, argv, NULL);
-            Py_CLEAR(argv);
-        }
-        if (vec != stack) PyMem_Free(vec);
-        if (!st) goto done;
+        if (!(st = flat_call(flat, function, stream, g, n, args, values))) goto done;
         if (st == Py_None) { result = 0; goto done; }
         if (PyTuple_Check(st)) {  /* (status, packed bytes): the driver refused; the launcher raises */
             PyObject *failed = PyObject_GetAttr(field(self, entry, F_LAUNCHER), s_launch_failed);
@@ -1913,9 +1930,13 @@ static PyObject *gk_find(PyObject *op, PyObject *const *args, Py_ssize_t nargs) 
  * hit leaves (a miss, keyed; or NotImplemented), goes to the guard's generated general path:
  * general(grid, keyed or None, options, *every parameter's argument).  A call Python would
  * refuse to bind raises TypeError here, naming the parameter. */
+static PyObject *gk_bundle_call(GuardKey *self, PyObject *grid, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames);
+
 static PyObject *gk_call_bound(GuardKey *self, PyObject *grid, PyObject *const *args, Py_ssize_t nargs,
                                PyObject *kwnames) {
     if (!self->general) { PyErr_SetString(PyExc_TypeError, "GuardKey: no call was set (set_call)"); return NULL; }
+    if (self->bundle) return gk_bundle_call(self, grid, args, nargs, kwnames);
     const Py_ssize_t n = self->n, nkw = kwnames ? PyTuple_Size(kwnames) : 0;
     PyObject *stack[GK_STACK] = {NULL}, **bound = n <= GK_STACK ? stack : PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
     PyObject *options = NULL, *keyed = NULL, *result = NULL, *argv = NULL;
@@ -1964,17 +1985,142 @@ done:
     return result;
 }
 
+/* ---- a bundled kernel's call (launcher.bundle_kernel: bundle.k[grid](*args, **kwargs)) ----
+ *
+ * set_bundle_call(general, keywords, defaults, positional, device, name) makes call() and the
+ * GuardCalls of bind(grid) a bundled kernel's: the arguments bound as its generated call binds
+ * them (bind_args, at most `positional` by position; its defaults stand for what the caller left
+ * out), the entry found for the key (find's lookup, the device from `device`), and, where the
+ * call passes no keyword that names no parameter, the entry does not adjust the arguments, the
+ * grid is a tuple of 1 to 3 and the flat launch takes it: entry.flat(entry.function,
+ * entry.stream(), grid, *the launch values), entry.not_flat(...) where it did not launch.  Every
+ * other call, as it came, is general(grid, *args, **kwargs): the bundle's generated call, which
+ * binds, explains and chooses (a new key, options, a stream, a grid to evaluate). */
+static PyObject *s_adjusts, *s_flat, *s_function, *s_stream, *s_not_flat;
+static PyObject *gcl_new(PyObject *gk, PyObject *grid);
+
+static PyObject *gk_bundle_general(GuardKey *self, PyObject *grid, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames) {
+    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    PyObject *argv = PyTuple_New(1 + nargs), *kw = nkw ? PyDict_New() : NULL, *result = NULL;
+    if (argv) {
+        PyTuple_SetItem(argv, 0, Py_NewRef(grid));
+        for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SetItem(argv, 1 + i, Py_NewRef(args[i]));
+    }
+    for (Py_ssize_t k = 0; kw && k < nkw; k++)
+        if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, k), args[nargs + k]) < 0) Py_CLEAR(kw);
+    if (argv && (kw || !nkw)) {
+        PyObject *general = Py_NewRef(self->general);
+        result = PyObject_Call(general, argv, kw);
+        Py_DECREF(general);
+    }
+    Py_XDECREF(argv); Py_XDECREF(kw);
+    return result;
+}
+
+/* The hit of a bundled kernel's call, its arguments bound: None launched, NotImplemented where
+ * the general path is to take the call, NULL with an error (of what it called after deciding). */
+static PyObject *gk_bundle_hit(GuardKey *self, PyObject *grid, PyObject *const *bound) {
+    Py_ssize_t g = PyTuple_CheckExact(grid) ? PyTuple_Size(grid) : 0;
+    if (g < 1 || g > 3) Py_RETURN_NOTIMPLEMENTED;  /* a grid to evaluate (of the chosen variant's meta-parameters) */
+    PyObject *heads[GK_HEADS], *stack[GK_STACK] = {NULL};
+    PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
+    PyObject *result = NULL, *entry = NULL, *key = NULL, *stream = NULL, *flat = NULL, *function = NULL, *st = NULL;
+    if (!values) return PyErr_NoMemory();
+    int r = gk_heads(self, NULL, heads);
+    if (r == 0) {
+        r = gk_lookup(self, heads, bound, values, &key, &entry);
+        release(heads, self->heads);
+    }
+    if (r < 0 || !entry || (r = attr_set(entry, s_adjusts, 1)) != 0) {  /* the general path looks again, and explains */
+        if (r < 0 && !PyErr_ExceptionMatches(PyExc_Exception)) goto out;  /* KeyboardInterrupt and the like propagate */
+        PyErr_Clear();
+        result = Py_NewRef(Py_NotImplemented);
+        goto out;
+    }
+    PyObject *get = PyObject_GetAttr(entry, s_stream);
+    stream = get ? PyObject_CallObject(get, NULL) : NULL;
+    Py_XDECREF(get);
+    if (!stream || !(flat = PyObject_GetAttr(entry, s_flat)) || !(function = PyObject_GetAttr(entry, s_function))) goto out;
+    if (!(st = flat_call(flat, function, stream, grid, self->n, bound, values))) goto out;
+    if (st != Py_None) {  /* declined (False) or refused ((status, packed bytes)): the entry's direct launch explains */
+        PyObject *not_flat = PyObject_GetAttr(entry, s_not_flat), *one = PyLong_FromLong(1);
+        PyObject *argv = not_flat && one ? PyTuple_New(5 + self->n) : NULL;
+        if (argv) {
+            PyTuple_SetItem(argv, 0, Py_NewRef(st));
+            for (Py_ssize_t j = 0; j < 3; j++) PyTuple_SetItem(argv, 1 + j, Py_NewRef(j < g ? PyTuple_GetItem(grid, j) : one));
+            PyTuple_SetItem(argv, 4, Py_NewRef(stream));
+            for (Py_ssize_t i = 0; i < self->n; i++) PyTuple_SetItem(argv, 5 + i, Py_NewRef(values[i] ? values[i] : bound[i]));
+            PyObject *done_ = PyObject_Call(not_flat, argv, NULL);
+            if (done_) { Py_DECREF(done_); result = Py_NewRef(Py_None); }
+        }
+        Py_XDECREF(not_flat); Py_XDECREF(argv); Py_XDECREF(one);
+        goto out;
+    }
+    result = Py_NewRef(Py_None);
+out:
+    Py_XDECREF(key); Py_XDECREF(entry); Py_XDECREF(stream); Py_XDECREF(flat); Py_XDECREF(function); Py_XDECREF(st);
+    release(values, self->n);
+    if (values != stack) PyMem_Free(values);
+    return result;
+}
+
+static PyObject *gk_bundle_call(GuardKey *self, PyObject *grid, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames) {
+    const Py_ssize_t n = self->n;
+    if (nargs > self->positional) return gk_bundle_general(self, grid, args, nargs, kwnames);
+    PyObject *stack[GK_STACK] = {NULL}, **bound = n <= GK_STACK ? stack : PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
+    PyObject *options = NULL, *result = NULL;
+    if (!bound) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < nargs; i++) bound[i] = args[i];  /* borrowed: the caller holds them */
+    Py_ssize_t at = 0;
+    int r = bind_args(bound, nargs, n, kwnames && PyTuple_Size(kwnames) ? kwnames : NULL, args + nargs, NULL,
+                      self->keywords, self->defaults, &options, &at);
+    if (r < 0) goto done;
+    if (r == BIND_OK && !options && (result = gk_bundle_hit(self, grid, bound)) != Py_NotImplemented) goto done;
+    Py_CLEAR(result);
+    result = gk_bundle_general(self, grid, args, nargs, kwnames);
+done:
+    Py_XDECREF(options);
+    if (bound != stack) PyMem_Free(bound);
+    return result;
+}
+
+/* set_bundle_call(general, keywords, defaults, positional, device, name): see above. */
+static PyObject *gk_set_bundle_call(PyObject *op, PyObject *args) {
+    GuardKey *self = (GuardKey *)op;
+    PyObject *general, *keywords, *defaults, *device, *kname;
+    Py_ssize_t positional;
+    if (!PyArg_ParseTuple(args, "OO!O!nOU", &general, &PyDict_Type, &keywords, &PyTuple_Type, &defaults, &positional,
+                          &device, &kname))
+        return NULL;
+    if (self->jit || !self->entries || self->given != 1 || !PyCallable_Check(general) || !PyCallable_Check(device)
+            || !PyDict_CheckExact(keywords) || !PyTuple_CheckExact(defaults) || positional < 0 || positional > self->n) {
+        PyErr_SetString(PyExc_TypeError, "GuardKey.set_bundle_call: a keyer with entries, no hit and the device its only "
+                                         "given head; callables general and device, a dict, a tuple, 0 <= positional <= n");
+        return NULL;
+    }
+    if (fits_binding(keywords, defaults, self->n) < 0) return NULL;
+    replace_ref(&self->general, Py_NewRef(general));
+    replace_ref(&self->keywords, Py_NewRef(keywords));
+    replace_ref(&self->defaults, Py_NewRef(defaults));
+    replace_ref(&self->device, Py_NewRef(device));
+    replace_ref(&self->kname, Py_NewRef(kname));
+    self->positional = positional;
+    self->bundle = 1;
+    Py_RETURN_NONE;
+}
+
+/* bind(grid): kernel[grid], a GuardCall (as GuardItem makes them for a guarded kernel). */
+static PyObject *gk_bind(PyObject *op, PyObject *grid) {
+    if (!((GuardKey *)op)->general) { PyErr_SetString(PyExc_TypeError, "GuardKey.bind: no call was set"); return NULL; }
+    return gcl_new(op, grid);
+}
+
 /* kernel.run's call: call(grid, *args, **kwargs). */
 static PyObject *gk_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     if (nargs < 1) { PyErr_SetString(PyExc_TypeError, "GuardKey.call(grid, *args, **kwargs): no grid"); return NULL; }
     return gk_call_bound((GuardKey *)op, args[0], args + 1, nargs - 1, kwnames);
-}
-
-/* *slot = value (a new reference), the old one released after. */
-static void replace_ref(PyObject **slot, PyObject *value) {
-    PyObject *old = *slot;
-    *slot = value;
-    Py_XDECREF(old);
 }
 
 /* set_call(general, keywords, defaults, never, name): what the call needs besides the hit
@@ -2288,6 +2434,9 @@ static PyMethodDef gk_methods[] = {
      "call(grid, *args, **kwargs): kernel[grid](*args, **kwargs) through the guard (bound, then hit or the general path)."},
     {"set_call", gk_set_call, METH_VARARGS, "set_call(general, keywords, defaults, never, name): what call() needs besides the hit."},
     {"settle", gk_settle, METH_VARARGS, "settle(device, tensor): the device getter a hit calls, the class keyed as a tensor."},
+    {"set_bundle_call", gk_set_bundle_call, METH_VARARGS,
+     "set_bundle_call(general, keywords, defaults, positional, device, name): call() is a bundled kernel's."},
+    {"bind", gk_bind, METH_O, "bind(grid): kernel[grid], a GuardCall whose call is call(grid, ...)."},
     {"forget", gk_forget, METH_NOARGS, "forget(): let go of the last key found and its entry."},
     {NULL, NULL, 0, NULL},
 };
@@ -2473,7 +2622,11 @@ static int exec_module(PyObject *m) {
             || !(s_pre_run_hooks = PyUnicode_InternFromString("pre_run_hooks"))
             || !(s_stages = PyUnicode_InternFromString("add_stages_inspection_hook"))
             || !(s_used_globals = PyUnicode_InternFromString("used_global_vals"))
-            || !(s_launch_failed = PyUnicode_InternFromString("_launch_failed")))
+            || !(s_launch_failed = PyUnicode_InternFromString("_launch_failed"))
+            || !(s_adjusts = PyUnicode_InternFromString("adjusts")) || !(s_flat = PyUnicode_InternFromString("flat"))
+            || !(s_function = PyUnicode_InternFromString("function"))
+            || !(s_stream = PyUnicode_InternFromString("stream"))
+            || !(s_not_flat = PyUnicode_InternFromString("not_flat")))
         return -1;
     if (!(s_dict = PyUnicode_InternFromString("__dict__"))) return -1;
     PyObject *types = PyImport_ImportModule("types");

@@ -27,7 +27,6 @@ import functools
 import logging
 import sys
 import threading
-import types
 import weakref
 
 from launcher import _call, allocation, codegen, driver
@@ -279,6 +278,7 @@ class BundleKernel:
                 for inputs, _ in layer.records:
                     self._raw.update(inputs)
         self._call = None  # the generated call path, made on first use
+        self._bound = None  # k[grid]: the keyer's bind, set with _call
         self._binder = None
 
     @property
@@ -299,7 +299,15 @@ class BundleKernel:
     def _generate(self):
         with self._lock:  # one call and one keyer per kernel (release() forgets that keyer's last entry)
             if self._call is None:
-                self._call = self._generate_call()
+                call = self._generate_call()
+                # k[grid](...) is the keyer's C call, which binds, finds and launches a hit; the
+                # generated call takes every other call, as it came
+                self._keyer.set_bundle_call(call, {n: i for i, n in enumerate(self.names)},
+                                            codegen.bundle_defaults(self.params, self._layer_names, V.MISSING, REQUIRED),
+                                            sum(1 for p in self.params if not p.keyword_only),
+                                            self._device_getter, self.name)
+                self._bound = self._keyer.bind
+                self._call = call
             return self._call
 
     def _generate_call(self):
@@ -312,8 +320,9 @@ class BundleKernel:
                                      _NeverKeys, DIVISIBILITY_MASK, None, self._cache)
         passed = [f"_launcher_p{i}" if param[3] else p.name for i, (p, param) in enumerate(zip(self.params, params))]
         positional = sum(1 for p in self.params if not p.keyword_only)
+        self._device_getter = _torch_raw[0] if _torch_raw else _current_device
         namespace.update(_launcher_slow=self._slow, _launcher_FIND=self._keyer.find,
-                         _launcher_device=_torch_raw[0] if _torch_raw else _current_device,
+                         _launcher_device=self._device_getter,
                          _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many)
         source = codegen.BUNDLE_CALL.format(signature=signature, stream=stream, count=positional,
                                             names="".join(f"{n}, " for n in self.names),
@@ -333,7 +342,11 @@ class BundleKernel:
     def __getitem__(self, grid):
         if grid is None:
             return functools.partial(self._call or self._generate(), grid)
-        return types.MethodType(self._call or self._generate(), grid)  # cheaper than a partial
+        bind = self._bound
+        if bind is None:
+            self._generate()
+            bind = self._bound
+        return bind(grid)  # a C call (launcher._call.GuardCall): the generated call takes what its hit does not
 
     def _too_many(self, count, extra):
         raise TypeError(f"kernel {self.name!r} takes {count} positional arguments "

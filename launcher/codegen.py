@@ -515,6 +515,25 @@ def bind({signature}):
 '''
 
 
+def bundle_defaults(params, layer_names, missing, required) -> tuple:
+    """What a bundled kernel's call binds to each parameter the caller leaves out, as a tuple of
+    at most one item (the C call's defaults, launcher._call.GuardKey.set_bundle_call, and the
+    generated signature's, bundle_signature): `missing` for one with a default or that a layer
+    may supply (the real value is filled in later, so that the call path knows what the caller
+    passed), `required` for a positional one without after such a one (the slow path says it is
+    missing), none for the others."""
+    out, defaulted = [], False
+    for p in params:
+        if p.has_default or p.name in layer_names:
+            out.append((missing,))
+            defaulted = True
+        elif defaulted and not p.keyword_only:
+            out.append((required,))
+        else:
+            out.append(())
+    return tuple(out)
+
+
 def bundle_signature(params, layer_names, with_extra: bool, missing, required):
     """The parameter list of a generated function with the kernel's own parameters: those a
     layer may supply or with a default get a MISSING default (the real one is filled in later,
@@ -523,15 +542,8 @@ def bundle_signature(params, layer_names, with_extra: bool, missing, required):
     the kernel takes) and compile options in `**_launcher_options`. missing, required: the
     bundle's sentinels for a left-out argument and a required one after a default."""
     positional, keyword = [], []
-    defaulted = False
-    for p in params:
-        if p.has_default or p.name in layer_names:
-            text = f"{p.name}=_launcher_MISSING"
-            defaulted = True
-        elif defaulted and not p.keyword_only:
-            text = f"{p.name}=_launcher_REQUIRED"
-        else:
-            text = p.name
+    for p, fill in zip(params, bundle_defaults(params, layer_names, missing, required)):
+        text = p.name if not fill else f"{p.name}=_launcher_MISSING" if fill[0] is missing else f"{p.name}=_launcher_REQUIRED"
         (keyword if p.keyword_only else positional).append(text)
     names = [p.name for p in params]
     stream = "stream" if "stream" not in names else "None"

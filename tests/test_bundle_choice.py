@@ -193,7 +193,7 @@ def test_the_generated_call_keys_by_the_one_rule(scale, monkeypatch, torch_tenso
     kernel, _ = scale
     fresh, keys, call, source = recording_call(kernel, monkeypatch, torch_tensors)
     assert "_launcher_FIND(_launcher_device(), x_ptr, out_ptr, n, stride, scale, BLOCK, )" in source
-    assert fresh._generate() is call and fresh[(1,)].__func__ is call  # one call and one keyer per kernel
+    assert fresh._generate() is call and fresh[(1,)].keyer is fresh._keyer  # one call and one keyer per kernel
     fresh[(1,)](x, out, n, stride, s, **kwargs)
     values = (x, out, n, stride, s, kwargs.get("BLOCK", BK.V.MISSING))
     assert keys == [fresh.key(0, *values)], (values, keys)
@@ -265,9 +265,53 @@ def test_a_hit_launches_torch_tensors_as_the_addresses_its_key_read(tuples, monk
     fresh[(1,)](*call)  # the slow path records the key
     launched = []
     fresh._cache[keys[0]] = types.SimpleNamespace(adjusts=False, function=9, stream=lambda: 0,
-                                                  flat=lambda *a: launched.append(a))  # None: launched
+                                                  flat=lambda *a: launched.append(a),  # None: launched
+                                                  grid3=lambda grid, args: (1, 1, 1))
     fresh[(1,)](*call)
-    assert launched == [(9, 0, (1, 1, 1), A, (x, 7, 3), ((y, 4), (5, 0.5)), 2, 1.5)]
+    fresh[(1, 2, 3)](*call[:3], k=2, scale=1.5)
+    fresh[lambda meta: (1,)](*call)  # a grid to evaluate: the generated call's path, which launches alike
+    want = (A, (x, 7, 3), ((y, 4), (5, 0.5)), 2, 1.5)
+    # the grid as the call gave it (the flat launch takes a tuple of 1 to 3) where the C call launched
+    assert launched == [(9, 0, (1,), *want), (9, 0, (1, 2, 3), *want), (9, 0, (1, 1, 1), *want)]
+
+
+def test_the_c_call_launches_a_plain_hit_and_leaves_the_rest_to_the_generated_call(tuples, monkeypatch):
+    """k[grid] is a C call (GuardKey.set_bundle_call): a hit whose entry adjusts nothing, with a
+    tuple grid and no keyword that names no parameter, is launched there (the grid as given; a
+    flat launch that does not launch goes to the entry's not_flat with the grid as three ints);
+    an entry that adjusts the arguments, launch options, stream=, a surplus positional argument and
+    a grid to evaluate go, as they came, to the generated call."""
+    import types
+
+    fresh, keys, _, _ = recording_call(tuples, monkeypatch, True)
+    out, x, y = FakeTensor(A, tl.float32), FakeTensor(U, tl.float32), FakeTensor(A + 64, tl.float32)
+    call = (out, (x, 7, 3), ((y, 4), (5, 0.5)), 2, 1.5)
+    fresh[(1,)](*call)  # the slow path records the key
+    assert len(keys) == 1
+    flat, not_flat, ran = [], [], []
+    answer = [None]
+    entry = fresh._cache[keys[0]] = types.SimpleNamespace(
+        adjusts=False, function=9, stream=lambda: 5, flat=lambda *a: flat.append(a) or answer[0],
+        not_flat=lambda *a: not_flat.append(a), grid3=lambda grid, args: (1, 1, 1),
+        run=lambda *a: ran.append(a), metadata=(), complete=lambda args: args)
+    fresh[(2, 3)](*call)
+    assert len(flat) == 1 and flat[0][:3] == (9, 5, (2, 3)) and not not_flat
+    answer[0] = False  # declined: the entry's direct launch converts and explains
+    fresh[(2, 3)](*call)
+    assert not_flat == [(False, 2, 3, 1, 5, A, *call[1:])]
+    answer[0] = None
+    entry.adjusts = True  # fills or device arrays: the generated call completes the arguments
+    fresh[(2,)](*call)
+    assert len(flat) == 2 and len(ran) == 1 and len(keys) == 1
+    entry.adjusts = False
+    fresh[(2,)](*call, num_warps=4)  # options: the generated call's slow path, with them
+    assert len(keys) == 2 and keys[-1] is None and len(flat) == 2
+    fresh[(2,)](*call, stream=None)  # stream=None is the current stream: the generated call launches it
+    assert len(flat) == 3
+    with pytest.raises(TypeError, match="takes 5 positional arguments"):
+        fresh[(2,)](*call, 1)
+    with pytest.raises(TypeError, match="multiple values for argument 'k'"):
+        fresh[(2,)](*call, k=2)
 
 
 def test_the_last_calls_entry_serves_only_its_own_key_and_release_forgets_it(tuples, monkeypatch):
