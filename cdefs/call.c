@@ -105,6 +105,13 @@ static const char CHECKS[] = "launcher._call.checks";
 
 /* ---- checks: built from Python tuples once ---- */
 
+/* *slot = value (a new reference), the old one released after. */
+static void replace_ref(PyObject **slot, PyObject *value) {
+    PyObject *old = *slot;
+    *slot = value;
+    Py_XDECREF(old);
+}
+
 static void check_free(check *c) {
     Py_CLEAR(c->obj);
     Py_CLEAR(c->dtype);
@@ -870,6 +877,9 @@ static int set_state(FastCall *self, PyObject *cfg) {
             return -1;
         }
         if (fits_binding(self->keywords, self->defaults, n) < 0) return -1;
+        PyObject *own = PyDict_Copy(self->keywords);  /* checked: a copy the caller cannot change */
+        if (!own) return -1;
+        replace_ref(&self->keywords, own);
     }
     return 0;
 }
@@ -1409,13 +1419,6 @@ static PyObject *s_hash, *s_device_caches, *s_pre_run_hooks, *s_stages, *s_used_
 static PyTypeObject *flat_type;  /* launcher._call.FlatLaunch: its launch is called directly */
 static unsigned long long guard_hit_count;
 
-/* *slot = value (a new reference), the old one released after. */
-static void replace_ref(PyObject **slot, PyObject *value) {
-    PyObject *old = *slot;
-    *slot = value;
-    Py_XDECREF(old);
-}
-
 static void release(PyObject **values, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) Py_CLEAR(values[i]);
 }
@@ -1941,24 +1944,26 @@ static PyObject *gk_call_bound(GuardKey *self, PyObject *grid, PyObject *const *
     PyObject *stack[GK_STACK] = {NULL}, **bound = n <= GK_STACK ? stack : PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
     PyObject *options = NULL, *keyed = NULL, *result = NULL, *argv = NULL;
     if (!bound) return PyErr_NoMemory();
+    /* held for the call: the Python code it runs may replace them (set_call), and bound[] borrows defaults' items */
+    PyObject *keywords = Py_NewRef(self->keywords), *defaults = Py_NewRef(self->defaults), *kname = Py_NewRef(self->kname);
     if (nargs > n) {
         PyErr_Format(PyExc_TypeError, "%U[grid](): takes %zd positional arguments (the kernel's parameters) but %zd were given",
-                     self->kname, n, nargs);
+                     kname, n, nargs);
         goto done;
     }
     for (Py_ssize_t i = 0; i < nargs; i++) bound[i] = args[i];  /* borrowed: the caller holds them */
     Py_ssize_t at = 0;
-    int r = bind_args(bound, nargs, n, nkw ? kwnames : NULL, args + nargs, NULL, self->keywords, self->defaults,
+    int r = bind_args(bound, nargs, n, nkw ? kwnames : NULL, args + nargs, NULL, keywords, defaults,
                       &options, &at);
     if (r != BIND_OK) {
         if (r == BIND_TWICE)
-            PyErr_Format(PyExc_TypeError, "%U[grid](): got multiple values for parameter '%U'", self->kname,
+            PyErr_Format(PyExc_TypeError, "%U[grid](): got multiple values for parameter '%U'", kname,
                          PyTuple_GetItem(self->names, at));
         else if (r == BIND_MISSING)
             PyErr_Format(PyExc_TypeError, "%U[grid](): missing the required argument for parameter '%U'",
-                         self->kname, PyTuple_GetItem(self->names, at));
+                         kname, PyTuple_GetItem(self->names, at));
         else if (r == BIND_UNKNOWN)
-            PyErr_Format(PyExc_TypeError, "%U[grid](): keywords must be strings", self->kname);
+            PyErr_Format(PyExc_TypeError, "%U[grid](): keywords must be strings", kname);
         goto done;
     }
     if (!options && self->live && !(self->never >= 0 && (PyObject *)Py_TYPE(bound[self->never]) == self->never_class)) {
@@ -1981,6 +1986,7 @@ static PyObject *gk_call_bound(GuardKey *self, PyObject *grid, PyObject *const *
     }
 done:
     Py_XDECREF(options); Py_XDECREF(keyed); Py_XDECREF(argv);
+    Py_DECREF(keywords); Py_DECREF(defaults); Py_DECREF(kname);
     if (bound != stack) PyMem_Free(bound);
     return result;
 }
@@ -2072,16 +2078,19 @@ static PyObject *gk_bundle_call(GuardKey *self, PyObject *grid, PyObject *const 
     PyObject *stack[GK_STACK] = {NULL}, **bound = n <= GK_STACK ? stack : PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
     PyObject *options = NULL, *result = NULL;
     if (!bound) return PyErr_NoMemory();
+    /* held for the call: the Python code it runs may replace them, and bound[] borrows defaults' items */
+    PyObject *keywords = Py_NewRef(self->keywords), *defaults = Py_NewRef(self->defaults);
     for (Py_ssize_t i = 0; i < nargs; i++) bound[i] = args[i];  /* borrowed: the caller holds them */
     Py_ssize_t at = 0;
     int r = bind_args(bound, nargs, n, kwnames && PyTuple_Size(kwnames) ? kwnames : NULL, args + nargs, NULL,
-                      self->keywords, self->defaults, &options, &at);
+                      keywords, defaults, &options, &at);
     if (r < 0) goto done;
     if (r == BIND_OK && !options && (result = gk_bundle_hit(self, grid, bound)) != Py_NotImplemented) goto done;
     Py_CLEAR(result);
     result = gk_bundle_general(self, grid, args, nargs, kwnames);
 done:
     Py_XDECREF(options);
+    Py_DECREF(keywords); Py_DECREF(defaults);
     if (bound != stack) PyMem_Free(bound);
     return result;
 }
@@ -2101,8 +2110,10 @@ static PyObject *gk_set_bundle_call(PyObject *op, PyObject *args) {
         return NULL;
     }
     if (fits_binding(keywords, defaults, self->n) < 0) return NULL;
+    PyObject *own = PyDict_Copy(keywords);  /* checked above: a copy the caller cannot change */
+    if (!own) return NULL;
     replace_ref(&self->general, Py_NewRef(general));
-    replace_ref(&self->keywords, Py_NewRef(keywords));
+    replace_ref(&self->keywords, own);
     replace_ref(&self->defaults, Py_NewRef(defaults));
     replace_ref(&self->device, Py_NewRef(device));
     replace_ref(&self->kname, Py_NewRef(kname));
@@ -2144,8 +2155,10 @@ static PyObject *gk_set_call(PyObject *op, PyObject *args) {
             return NULL;
         }
     }
+    PyObject *own = PyDict_Copy(keywords);  /* checked above: a copy the caller cannot change */
+    if (!own) return NULL;
     replace_ref(&self->general, Py_NewRef(general));
-    replace_ref(&self->keywords, Py_NewRef(keywords));
+    replace_ref(&self->keywords, own);
     replace_ref(&self->defaults, Py_NewRef(defaults));
     replace_ref(&self->never_class, never_class ? Py_NewRef(never_class) : NULL);
     replace_ref(&self->kname, Py_NewRef(kname));
@@ -2453,7 +2466,7 @@ static PyMemberDef gcl_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
-GC_TYPE(gcl, GuardCall, VECTORCALL_FLAG,
+GC_TYPE(gcl, GuardCall, VECTORCALL_FLAG | Py_TPFLAGS_DISALLOW_INSTANTIATION,  /* made only by gcl_new */
         "kernel[grid] of a guarded kernel: calling it is GuardKey.call(grid, ...) (made by GuardItem).",
         {Py_tp_call, gcl_call}, {Py_tp_members, gcl_members});
 

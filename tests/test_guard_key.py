@@ -391,6 +391,33 @@ def test_kernel_grid_objects_call_by_vectorcall_and_by_tp_call_alike():
     assert item(jit, (3,)) == ("triton's", (3,))
 
 
+def test_the_call_keeps_its_own_parts():
+    """set_call keeps a copy of the keywords it checked (a caller that changes its dict afterwards
+    changes nothing); the call holds what it binds with while Python code runs (a device getter
+    that sets the call again meanwhile); GuardCall is made only by GuardItem and bind()."""
+    k, record, *_ = call_setup()
+    keywords = dict(KEYWORDS)
+    k.set_call(lambda *a: record["general"].append(a), keywords, ((), (), (), (2.5,), (64,)), None, "kern")
+    keywords["x"] = 10**9
+    assert k.call((1,), x=CALL[0], n=1024, m=7) == "KERNEL"
+
+    class Sentinel:
+        pass
+
+    later = []
+
+    def device():  # runs while the call's arguments are bound: replaces what they were bound with
+        k.set_call(lambda *a: later.append(a), KEYWORDS, ((),) * 5, None, "other")
+        return "dev"
+
+    k.set_call(print, KEYWORDS, ((),) * 3 + ((Sentinel(),), (64,)), None, "kern")
+    k.settle(device, Tensor)
+    k.call((1,), *CALL[:3])  # k's default, a Sentinel only the replaced defaults held, reaches the general path intact
+    assert isinstance(later[-1][6], Sentinel)
+    with pytest.raises(TypeError):
+        type(k.bind((1,)))()
+
+
 def test_a_call_without_its_parts_set_raises():
     k, *_ = hit_setup()
     with pytest.raises(TypeError, match="no call was set"):
@@ -432,23 +459,20 @@ def test_the_call_holds_no_reference_after_it_returns():
     item = _call.GuardItem(lambda kernel, grid: None, "_launcher_call")
     jit = record["jit"] = types.SimpleNamespace(run="RUN", _launcher_call=("RUN", k))
     grid = (1,)
-    for _ in range(100):
-        item(jit, grid)(x, 1024, m=7)
-        k.call(grid, *CALL[:3], num_warps=4)
-        with pytest.raises(TypeError):
-            k.call(grid, x)
-    record["direct"].clear()
-    record["general"].clear()
-    gc.collect()
+
+    def calls(times):  # a hit, the general path with options, a refused binding; then what they kept let go
+        for _ in range(times):
+            item(jit, grid)(x, 1024, m=7)
+            k.call(grid, *CALL[:3], num_warps=4)
+            with pytest.raises(TypeError):
+                k.call(grid, x)
+        record["direct"].clear()
+        record["general"].clear()
+        gc.collect()
+
+    calls(100)
     before = sys.getrefcount(x), sys.getrefcount(grid), sys.getrefcount(k)
-    for _ in range(1000):
-        item(jit, grid)(x, 1024, m=7)
-        k.call(grid, *CALL[:3], num_warps=4)
-        with pytest.raises(TypeError):
-            k.call(grid, x)
-    record["direct"].clear()
-    record["general"].clear()
-    gc.collect()
+    calls(1000)
     assert (sys.getrefcount(x), sys.getrefcount(grid), sys.getrefcount(k)) == before
 
 
