@@ -112,6 +112,23 @@ static void replace_ref(PyObject **slot, PyObject *value) {
     Py_XDECREF(old);
 }
 
+/* fn(first, *args, **kwargs) with a vectorcall's arguments (args[0 .. nargs), then the values of
+ * kwnames' keywords), where first is not NULL; else fn(*args, **kwargs): for a caller in C that
+ * hands a vectorcall on to Python code through PyObject_Call (limited API 3.10). */
+static PyObject *call_with(PyObject *fn, PyObject *first, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    Py_ssize_t head = first ? 1 : 0, nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    PyObject *argv = PyTuple_New(head + nargs), *kw = nkw ? PyDict_New() : NULL, *result = NULL;
+    if (argv) {
+        if (first) PyTuple_SetItem(argv, 0, Py_NewRef(first));
+        for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SetItem(argv, head + i, Py_NewRef(args[i]));
+    }
+    for (Py_ssize_t k = 0; kw && k < nkw; k++)
+        if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, k), args[nargs + k]) < 0) Py_CLEAR(kw);
+    if (argv && (kw || !nkw)) result = PyObject_Call(fn, argv, kw);
+    Py_XDECREF(argv); Py_XDECREF(kw);
+    return result;
+}
+
 static void check_free(check *c) {
     Py_CLEAR(c->obj);
     Py_CLEAR(c->dtype);
@@ -2007,20 +2024,9 @@ static PyObject *gcl_new(PyObject *gk, PyObject *grid);
 
 static PyObject *gk_bundle_general(GuardKey *self, PyObject *grid, PyObject *const *args, Py_ssize_t nargs,
                                    PyObject *kwnames) {
-    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
-    PyObject *argv = PyTuple_New(1 + nargs), *kw = nkw ? PyDict_New() : NULL, *result = NULL;
-    if (argv) {
-        PyTuple_SetItem(argv, 0, Py_NewRef(grid));
-        for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SetItem(argv, 1 + i, Py_NewRef(args[i]));
-    }
-    for (Py_ssize_t k = 0; kw && k < nkw; k++)
-        if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, k), args[nargs + k]) < 0) Py_CLEAR(kw);
-    if (argv && (kw || !nkw)) {
-        PyObject *general = Py_NewRef(self->general);
-        result = PyObject_Call(general, argv, kw);
-        Py_DECREF(general);
-    }
-    Py_XDECREF(argv); Py_XDECREF(kw);
+    PyObject *general = Py_NewRef(self->general);  /* set_bundle_call may replace it meanwhile */
+    PyObject *result = call_with(general, grid, args, nargs, kwnames);
+    Py_DECREF(general);
     return result;
 }
 
@@ -2550,14 +2556,8 @@ static PyObject *gi_call(PyObject *op, PyObject *args, PyObject *kwargs) {
 static PyObject *gi_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     if (vectorcall_nargs(nargsf) == 2 && (!kwnames || !PyTuple_Size(kwnames)))
         return gi_item((GuardItem *)op, args[0], args[1]);
-    Py_ssize_t n = vectorcall_nargs(nargsf), nkw = kwnames ? PyTuple_Size(kwnames) : 0;
-    PyObject *tuple = PyTuple_New(n), *kw = nkw ? PyDict_New() : NULL, *result = NULL;
-    for (Py_ssize_t i = 0; tuple && i < n; i++) PyTuple_SetItem(tuple, i, Py_NewRef(args[i]));
-    for (Py_ssize_t k = 0; kw && k < nkw; k++)
-        if (PyDict_SetItem(kw, PyTuple_GetItem(kwnames, k), args[n + k]) < 0) Py_CLEAR(kw);
-    if (tuple && (kw || !nkw)) result = gi_call(op, tuple, kw);
-    Py_XDECREF(tuple); Py_XDECREF(kw);
-    return result;
+    /* not kernel[grid]: Triton's says why */
+    return call_with(((GuardItem *)op)->fallback, NULL, args, vectorcall_nargs(nargsf), kwnames);
 }
 
 static PyObject *gi_descr_get(PyObject *op, PyObject *obj, PyObject *type) {  /* kernel.__getitem__ */

@@ -300,12 +300,6 @@ class BundleKernel:
         with self._lock:  # one call and one keyer per kernel (release() forgets that keyer's last entry)
             if self._call is None:
                 call = self._generate_call()
-                # k[grid](...) is the keyer's C call, which binds, finds and launches a hit; the
-                # generated call takes every other call, as it came
-                self._keyer.set_bundle_call(call, {n: i for i, n in enumerate(self.names)},
-                                            codegen.bundle_defaults(self.params, self._layer_names, V.MISSING, REQUIRED),
-                                            sum(1 for p in self.params if not p.keyword_only),
-                                            self._device_getter, self.name)
                 self._bound = self._keyer.bind
                 self._call = call
             return self._call
@@ -320,15 +314,20 @@ class BundleKernel:
                                      _NeverKeys, DIVISIBILITY_MASK, None, self._cache)
         passed = [f"_launcher_p{i}" if param[3] else p.name for i, (p, param) in enumerate(zip(self.params, params))]
         positional = sum(1 for p in self.params if not p.keyword_only)
-        self._device_getter = _torch_raw[0] if _torch_raw else _current_device
-        namespace.update(_launcher_slow=self._slow, _launcher_FIND=self._keyer.find,
-                         _launcher_device=self._device_getter,
+        device = _torch_raw[0] if _torch_raw else _current_device
+        namespace.update(_launcher_slow=self._slow, _launcher_FIND=self._keyer.find, _launcher_device=device,
                          _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many)
         source = codegen.BUNDLE_CALL.format(signature=signature, stream=stream, count=positional,
                                             names="".join(f"{n}, " for n in self.names),
                                             outs="".join(f"{n}, " for n in passed if n.startswith("_launcher_p")),
                                             passed="".join(f"{n}, " for n in passed))
-        return _compile(source, "launch", namespace, self.name)
+        call = _compile(source, "launch", namespace, self.name)
+        # k[grid](...) is the keyer's C call, which binds, finds and launches a hit; the generated
+        # call takes every other call, as it came
+        self._keyer.set_bundle_call(call, {n: i for i, n in enumerate(self.names)},
+                                    codegen.bundle_defaults(self.params, self._layer_names, V.MISSING, REQUIRED),
+                                    positional, device, self.name)
+        return call
 
     def key(self, device, *values):
         """The key the generated call computes for these arguments (by parameter, as bound) on `device`."""
