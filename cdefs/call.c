@@ -1422,8 +1422,10 @@ typedef struct {
     /* hit: all set, or none */
     PyObject *jit, *runtime, *device, *stream, *hook_chain, *check_globals, *grid3, *names;
     Py_ssize_t fields[F_COUNT];
+    int plain;  /* the kernel's attributes a hit reads are what its __dict__ holds, where it holds them */
     PyObject *entries;  /* key -> entry (find and hit), or NULL */
     PyObject *last;  /* (key, entry) of the last key found, or NULL */
+    PyObject *last_call;  /* the GuardCall gcl_new made last (kernel[grid] of the same grid object is it again), or NULL */
     /* the call (set_call): all set, or none */
     PyObject *general, *keywords, *defaults, *never_class, *kname;
     Py_ssize_t never;  /* the parameter whose argument of class never_class goes to the general path, or -1 */
@@ -1444,8 +1446,35 @@ static void release(PyObject **values, Py_ssize_t n) {
  * order (the device, the options' key), or where `given` is NULL (a hit: a call without launch
  * options) the device getter's answer and (); the others as their spec says.  0, or -1 with an
  * error (nothing left in out). */
+/* The kernel's __dict__ where the hit may read its attributes there (plain), else NULL: a new
+ * reference, or NULL with an error. */
+static PyObject *jit_dict(GuardKey *self) {
+    return self->plain ? PyObject_GenericGetDict(self->jit, NULL) : NULL;
+}
+
+/* obj.name: read from dict (obj's __dict__, where its class is plain: no __getattribute__,
+ * __getattr__ or data descriptor of that name) where it holds the name, else as an attribute.
+ * A new reference, or NULL with an error. */
+static PyObject *attr_of(PyObject *obj, PyObject *dict, PyObject *name) {
+    if (dict) {
+        PyObject *v = PyDict_GetItemWithError(dict, name);
+        if (v) return Py_NewRef(v);
+        if (PyErr_Occurred()) return NULL;
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
+/* 1 where obj.name (attr_of) is true (truth=1) or is not None (truth=0); -1 with an error. */
+static int attr_set(PyObject *obj, PyObject *dict, PyObject *name, int truth) {
+    PyObject *v = attr_of(obj, dict, name);
+    if (!v) return -1;
+    int r = truth ? PyObject_IsTrue(v) : v != Py_None;
+    Py_DECREF(v);
+    return r;
+}
+
 static PyObject *s_dict;
-static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out) {
+static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out, PyObject *jd) {
     Py_ssize_t g = 0;
     for (Py_ssize_t i = 0; i < self->heads; i++) {
         const gk_head *h = &self->head[i];
@@ -1464,7 +1493,7 @@ static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out) {
             v = given ? Py_NewRef(given[g++]) : PyTuple_New(0);
             break;
         case H_ATTR:
-            v = PyObject_GetAttr(h->obj, h->name);
+            v = attr_of(h->obj, h->obj == self->jit ? jd : NULL, h->name);
             break;
         case H_OWN:
             if (!(d = PyObject_GetAttr(h->obj, s_dict))) break;
@@ -1674,7 +1703,7 @@ static PyObject *gk_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *heads[GK_HEADS], *stack[GK_STACK] = {NULL};
     PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *)), *result = NULL;
     if (!values) return PyErr_NoMemory();
-    if (gk_heads(self, args, heads) == 0) {
+    if (gk_heads(self, args, heads, NULL) == 0) {
         PyObject *key = gk_build(self, heads, args + self->given, values);
         result = key ? gk_answer(self, key, args + self->given, values, 0, NULL) : NULL;
         release(heads, self->heads);
@@ -1691,15 +1720,15 @@ static PyObject *field(GuardKey *self, PyObject *entry, int f) {
 
 /* Whether the recorded entry still holds (GUARD_TEMPLATE's test; with no hit given, every entry
  * does): 1, 0, -1 with an error. */
-static int gk_holds(GuardKey *self, PyObject *entry, PyObject *device) {
+static int gk_holds(GuardKey *self, PyObject *entry, PyObject *device, PyObject *jd) {
     if (!self->jit) return 1;
     if (!PyTuple_Check(entry)) return 0;
-    PyObject *hash = PyObject_GetAttr(self->jit, s_hash);
+    PyObject *hash = attr_of(self->jit, jd, s_hash);
     if (!hash) return -1;
     int same = hash == field(self, entry, F_HASH);
     Py_DECREF(hash);
     if (!same) return 0;
-    PyObject *caches = PyObject_GetAttr(self->jit, s_device_caches), *now;
+    PyObject *caches = attr_of(self->jit, jd, s_device_caches), *now;
     if (!caches) return -1;
     if (PyDict_Check(caches)) {  /* a defaultdict too: read without making an entry, as .get() */
         now = PyDict_GetItemWithError(caches, device);
@@ -1720,14 +1749,6 @@ static int gk_holds(GuardKey *self, PyObject *entry, PyObject *device) {
     return same;
 }
 
-/* 1 where the attribute `name` of `obj` is true (truth=1) or is not None (truth=0); -1 with an error. */
-static int attr_set(PyObject *obj, PyObject *name, int truth) {
-    PyObject *v = PyObject_GetAttr(obj, name);
-    if (!v) return -1;
-    int r = truth ? PyObject_IsTrue(v) : v != Py_None;
-    Py_DECREF(v);
-    return r;
-}
 
 /* flat(function, stream, grid, *the launch values) (values[i], else args[i]): a FlatLaunch's
  * launch called directly (no bound call's tuple), anything else by PyObject_Call.  Its answer
@@ -1754,9 +1775,9 @@ static PyObject *flat_call(PyObject *flat, PyObject *function, PyObject *stream,
 
 /* The launch of a hit whose entry holds: 0 launched, -1 with an error. */
 static int gk_launch(GuardKey *self, PyObject *entry, PyObject *device, PyObject *grid, PyObject *const *args,
-                     PyObject **values) {
+                     PyObject **values, PyObject *jd) {
     const Py_ssize_t n = self->n;
-    int r = attr_set(self->jit, s_used_globals, 1);
+    int r = attr_set(self->jit, jd, s_used_globals, 1);
     if (r < 0) return -1;
     if (r) {
         PyObject *ok = PyObject_CallFunctionObjArgs(self->check_globals, self->jit, NULL);
@@ -1819,7 +1840,7 @@ done:
  * it) and *entry (a new reference; NULL where none is found or holds); or -1 with an error, *key
  * set where the key was made.  values: as gk_items. */
 static int gk_lookup(GuardKey *self, PyObject *const *heads, PyObject *const *args, PyObject **values,
-                     PyObject **key, PyObject **entry) {
+                     PyObject **key, PyObject **entry, PyObject *jd) {
     const Py_ssize_t size = self->heads + 2 * self->n;
     PyObject *istack[GK_ITEMS], **items = size <= GK_ITEMS ? istack : PyMem_Calloc(size, sizeof(PyObject *));
     PyObject *last = NULL;
@@ -1834,7 +1855,7 @@ static int gk_lookup(GuardKey *self, PyObject *const *heads, PyObject *const *ar
         if (r < 0) goto out;
         *key = Py_NewRef(PyTuple_GetItem(last, 0));
         *entry = Py_NewRef(PyTuple_GetItem(last, 1));
-        if ((r = gk_holds(self, *entry, heads[0])) < 0) goto out;
+        if ((r = gk_holds(self, *entry, heads[0], jd)) < 0) goto out;
         if (!r) Py_CLEAR(*entry);  /* no longer holds: a newer entry may have been recorded for the key */
     } else if (!(*key = gk_tuple(items, size))) {
         r = -1;
@@ -1844,7 +1865,7 @@ static int gk_lookup(GuardKey *self, PyObject *const *heads, PyObject *const *ar
         PyObject *found = PyDict_GetItemWithError(self->entries, *key);  /* an unhashable key: TypeError */
         if (!found) { r = PyErr_Occurred() ? -1 : 0; goto out; }
         *entry = Py_NewRef(found);
-        if ((r = gk_holds(self, *entry, heads[0])) <= 0) { Py_CLEAR(*entry); goto out; }
+        if ((r = gk_holds(self, *entry, heads[0], jd)) <= 0) { Py_CLEAR(*entry); goto out; }
     }
     if (!last || PyTuple_GetItem(last, 1) != *entry) {  /* remembered for the next call (none where it cannot be) */
         PyObject *pair = PyTuple_Pack(2, *key, *entry);
@@ -1864,10 +1885,9 @@ out:
 /* The hit of a call without launch options, every parameter's argument bound (arguments):
  * hit()'s answer (the kernel launched; key()'s answer for a miss; NotImplemented), NULL with an
  * error. */
-static PyObject *gk_hit_bound(GuardKey *self, PyObject *grid, PyObject *const *arguments) {
-    if (!self->jit) Py_RETURN_NOTIMPLEMENTED;
+static PyObject *gk_hit_in(GuardKey *self, PyObject *grid, PyObject *const *arguments, PyObject *jd) {
     int r;  /* what sends the call to the general path, before anything of the call's own runs */
-    if ((r = attr_set(self->jit, s_pre_run_hooks, 1)) != 0 || (r = attr_set(self->runtime, s_stages, 0)) != 0
+    if ((r = attr_set(self->jit, jd, s_pre_run_hooks, 1)) != 0 || (r = attr_set(self->runtime, NULL, s_stages, 0)) != 0
             || (r = hook_set(self->runtime, self->hook_chain, s_enter)) != 0
             || (r = hook_set(self->runtime, self->hook_chain, s_exit)) != 0)
         goto decline;
@@ -1875,14 +1895,14 @@ static PyObject *gk_hit_bound(GuardKey *self, PyObject *grid, PyObject *const *a
     PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
     PyObject *result = NULL, *entry = NULL, *key = NULL;
     if (!values) return PyErr_NoMemory();
-    if (gk_heads(self, NULL, heads) < 0) {
+    if (gk_heads(self, NULL, heads, jd) < 0) {
         if (values != stack) PyMem_Free(values);
         r = -1;
         goto decline;  /* the general path reads them again, and raises */
     }
-    if (gk_lookup(self, heads, arguments, values, &key, &entry) < 0) goto general;
+    if (gk_lookup(self, heads, arguments, values, &key, &entry, jd) < 0) goto general;
     if (!entry) goto keyed;  /* a miss (or a NoKey) */
-    if (gk_launch(self, entry, heads[0], grid, arguments, values) == 0)
+    if (gk_launch(self, entry, heads[0], grid, arguments, values, jd) == 0)
         result = Py_NewRef(field(self, entry, F_KERNEL));
     goto out;
 keyed:  /* a miss (or a NoKey): the general path takes the key made here */
@@ -1908,6 +1928,19 @@ decline:
     Py_RETURN_NOTIMPLEMENTED;
 }
 
+static PyObject *gk_hit_bound(GuardKey *self, PyObject *grid, PyObject *const *arguments) {
+    if (!self->jit) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *jd = jit_dict(self), *result;  /* the kernel's attributes, read once for the hit */
+    if (!jd && PyErr_Occurred()) {  /* the general path reads them again, and raises */
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    result = gk_hit_in(self, grid, arguments, jd);
+    Py_XDECREF(jd);
+    return result;
+}
+
 static PyObject *gk_hit(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
     GuardKey *self = (GuardKey *)op;
     if (nargs != 1 + self->n) {
@@ -1928,8 +1961,8 @@ static PyObject *gk_find(PyObject *op, PyObject *const *args, Py_ssize_t nargs) 
     PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
     PyObject *result = NULL, *entry = NULL, *key = NULL;
     if (!values) return PyErr_NoMemory();
-    if (gk_heads(self, args, heads) == 0) {
-        if (gk_lookup(self, heads, args + self->given, values, &key, &entry) == 0)
+    if (gk_heads(self, args, heads, NULL) == 0) {
+        if (gk_lookup(self, heads, args + self->given, values, &key, &entry, NULL) == 0)
             result = gk_answer(self, key, args + self->given, values, 1, entry);  /* steals both */
         else
             Py_XDECREF(key);
@@ -2039,12 +2072,12 @@ static PyObject *gk_bundle_hit(GuardKey *self, PyObject *grid, PyObject *const *
     PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
     PyObject *result = NULL, *entry = NULL, *key = NULL, *stream = NULL, *flat = NULL, *function = NULL, *st = NULL;
     if (!values) return PyErr_NoMemory();
-    int r = gk_heads(self, NULL, heads);
+    int r = gk_heads(self, NULL, heads, NULL);
     if (r == 0) {
-        r = gk_lookup(self, heads, bound, values, &key, &entry);
+        r = gk_lookup(self, heads, bound, values, &key, &entry, NULL);
         release(heads, self->heads);
     }
-    if (r < 0 || !entry || (r = attr_set(entry, s_adjusts, 1)) != 0) {  /* the general path looks again, and explains */
+    if (r < 0 || !entry || (r = attr_set(entry, NULL, s_adjusts, 1)) != 0) {  /* the general path looks again, and explains */
         if (r < 0 && !PyErr_ExceptionMatches(PyExc_Exception)) goto out;  /* KeyboardInterrupt and the like propagate */
         PyErr_Clear();
         result = Py_NewRef(Py_NotImplemented);
@@ -2219,13 +2252,28 @@ done:
     return result;
 }
 
+/* Whether grid is an exact tuple of exact ints: immutable, and holding nothing else alive. */
+static int int_tuple(PyObject *grid) {
+    if (!PyTuple_CheckExact(grid)) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_Size(grid); i++)
+        if (!PyLong_CheckExact(PyTuple_GetItem(grid, i))) return 0;
+    return 1;
+}
+
+/* kernel[grid]: a GuardCall of gk and grid.  A GuardCall holds nothing a call changes, so the
+ * last one made for gk of a grid that is a tuple of ints is handed out again for the same
+ * grid object (kernel[grid] in a loop makes none); other grids (a callable may hold anything
+ * alive) are not kept. */
 static PyObject *gcl_new(PyObject *gk, PyObject *grid) {
+    GuardKey *key = (GuardKey *)gk;
+    if (key->last_call && ((GuardCall *)key->last_call)->grid == grid) return Py_NewRef(key->last_call);
     allocfunc alloc = (allocfunc)PyType_GetSlot(guard_call_type, Py_tp_alloc);
     GuardCall *self = (GuardCall *)alloc(guard_call_type, 0);
     if (!self) return NULL;
     self->vectorcall = gcl_vectorcall;
     self->gk = Py_NewRef(gk);
     self->grid = Py_NewRef(grid);
+    if (int_tuple(grid)) replace_ref(&key->last_call, Py_NewRef((PyObject *)self));
     return (PyObject *)self;
 }
 
@@ -2271,14 +2319,17 @@ static int gk_clear(PyObject *op) {
     self->heads = 0;
     Py_CLEAR(self->jit); Py_CLEAR(self->runtime); Py_CLEAR(self->entries); Py_CLEAR(self->stream);
     Py_CLEAR(self->hook_chain); Py_CLEAR(self->check_globals); Py_CLEAR(self->grid3); Py_CLEAR(self->names);
-    Py_CLEAR(self->last); Py_CLEAR(self->device);
+    Py_CLEAR(self->last); Py_CLEAR(self->last_call); Py_CLEAR(self->device);
     Py_CLEAR(self->general); Py_CLEAR(self->keywords); Py_CLEAR(self->defaults); Py_CLEAR(self->never_class);
     Py_CLEAR(self->kname);
     return 0;
 }
 
 /* hit: {"jit", "runtime", "device", "stream", "hook_chain", "check_globals", "grid3", "names",
- * "fields": {GuardEntry field name: position}}, or None (entries must then be given). */
+ * "fields": {GuardEntry field name: position}, optionally "plain": whether the kernel's
+ * attributes a hit reads (launcher.fast_dispatch._HIT_READS) are read from its __dict__ where
+ * it holds them (its class has no data descriptor of those names, no __getattr__ or
+ * __getattribute__ of its own)}, or None (entries must then be given). */
 static int gk_set_hit(GuardKey *self, PyObject *hit) {
     if (hit == Py_None) return 0;
     if (!PyDict_Check(hit)) { PyErr_SetString(PyExc_TypeError, "GuardKey: hit must be a dict or None"); return -1; }
@@ -2288,6 +2339,8 @@ static int gk_set_hit(GuardKey *self, PyObject *hit) {
             || get_ref(hit, "check_globals", &self->check_globals, 0) < 0 || get_ref(hit, "grid3", &self->grid3, 0) < 0
             || get_ref(hit, "names", &self->names, 0) < 0)
         return -1;
+    PyObject *plain = PyDict_GetItemString(hit, "plain");  /* optional: False by default */
+    if (plain && (self->plain = PyObject_IsTrue(plain)) < 0) return -1;
     int strs = PyTuple_Check(self->names);
     for (Py_ssize_t i = 0; strs && i < PyTuple_Size(self->names); i++) strs = PyUnicode_Check(PyTuple_GetItem(self->names, i));
     if (!self->entries || !strs || PyTuple_Size(self->names) != self->n || !PyCallable_Check(self->device)) {
@@ -2405,7 +2458,7 @@ static int gk_traverse(PyObject *op, visitproc visit, void *arg) {
     Py_VISIT(self->tensor); Py_VISIT(self->int_key); Py_VISIT(self->classify); Py_VISIT(self->no_key);
     Py_VISIT(self->jit); Py_VISIT(self->runtime); Py_VISIT(self->entries); Py_VISIT(self->stream);
     Py_VISIT(self->hook_chain); Py_VISIT(self->check_globals); Py_VISIT(self->grid3); Py_VISIT(self->names);
-    Py_VISIT(self->last); Py_VISIT(self->device);
+    Py_VISIT(self->last); Py_VISIT(self->last_call); Py_VISIT(self->device);
     for (Py_ssize_t i = 0; self->head && i < self->heads; i++) {
         Py_VISIT(self->head[i].obj); Py_VISIT(self->head[i].name); Py_VISIT(self->head[i].extra);
     }

@@ -100,15 +100,21 @@ def enable() -> None:
                 jit_cls.__getitem__, _CALL, jit_cls if _plain(jit_cls) else None)
 
 
-def _plain(cls) -> bool:
-    """Whether an instance's `run` and `_launcher_call` (_CALL) are what its __dict__ holds, for
-    instances of exactly `cls`: no __getattr__ or __getattribute__ of its own, no data
-    descriptor of those names (GuardItem then reads them from the __dict__)."""
+# The kernel's attributes a guard's hit reads (launcher._call.GuardKey): from its __dict__ where
+# the kernel's class is _plain for them
+_HIT_READS = ("pre_run_hooks", "hash", "device_caches", "used_global_vals", "debug")
+
+
+def _plain(cls, names=("run", _CALL)) -> bool:
+    """Whether an instance's attributes `names` (by default `run` and `_launcher_call`, _CALL:
+    what GuardItem reads) are what its __dict__ holds where it holds them, for instances of
+    exactly `cls`: no __getattr__ or __getattribute__ of its own, no data descriptor of those
+    names (GuardItem and GuardKey then read them from the __dict__)."""
     def data_descriptor(name):
         v = next((vars(c)[name] for c in cls.__mro__ if name in vars(c)), None)
         return v is not None and (hasattr(type(v), "__set__") or hasattr(type(v), "__delete__"))
     return (cls.__getattribute__ is object.__getattribute__ and not hasattr(cls, "__getattr__")
-            and "__dict__" in dir(cls) and not data_descriptor("run") and not data_descriptor(_CALL))
+            and "__dict__" in dir(cls) and not any(data_descriptor(n) for n in names))
 
 
 def disable() -> None:
@@ -307,7 +313,8 @@ class Guard:
         }
         hit = {"jit": self.jit, "runtime": ns["_launcher_RT"], "device": A.fast_device_getter(device), "stream": stream,
                "hook_chain": ns["_launcher_HOOK_CHAIN"], "check_globals": A.check_used_globals, "grid3": grid3,
-               "names": tuple(p.name for p in params), "fields": {f: i for i, f in enumerate(codegen.GuardEntry._fields)}}
+               "names": tuple(p.name for p in params), "fields": {f: i for i, f in enumerate(codegen.GuardEntry._fields)},
+               "plain": _plain(type(self.jit), _HIT_READS)}
         keyer = _call.GuardKey(codegen.guard_key_params(_guard_params(params), _hints(params, example)),
                                codegen.guard_heads(self.jit, _knobs()), tensor, int_key, classify, NoKey, _MASK, hit,
                                self.entries)

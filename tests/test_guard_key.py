@@ -10,10 +10,11 @@ from __future__ import annotations
 import gc
 import sys
 import types
+import weakref
 
 import pytest
 
-from launcher import _call, codegen
+from launcher import _call, codegen, fast_dispatch
 from launcher.fast_dispatch import NoKey, classify, int_key
 from launcher.specialization import DIVISIBILITY_MASK, INT_KEYS
 
@@ -111,10 +112,10 @@ class Jit:
         self.hash, self.device_caches, self.pre_run_hooks, self.used_global_vals = "h1", {"dev": "caches"}, [], {}
 
 
-def hit_setup(answer=None, **entry):
+def hit_setup(answer=None, jit=None, plain=None, heads=SPEC, **entry):
     """A GuardKey with its hit, an entry recorded for the key of CALL, and what it recorded."""
     record = {"flat": [], "direct": [], "failed": [], "grid": [], "globals": 0}
-    jit, rt = Jit(), types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=Chain(),
+    jit, rt = jit or Jit(), types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=Chain(),
                                            add_stages_inspection_hook=None)
     entries = record["entries"] = {}
 
@@ -128,7 +129,9 @@ def hit_setup(answer=None, **entry):
     fields = {f: i for i, f in enumerate(codegen.GuardEntry._fields)}
     hit = {"jit": jit, "runtime": rt, "device": lambda: "dev", "stream": lambda dev: 0x5EA, "hook_chain": Chain,
            "check_globals": check_globals, "grid3": grid3, "names": ("x", "n", "m", "k", "BLOCK"), "fields": fields}
-    k = keyer(hit, entries=entries)
+    if plain is not None:
+        hit["plain"] = plain
+    k = keyer(hit, entries=entries, heads=heads)
     kernel_cache = {"tk": "KERNEL"}
 
     def flat_launch(function, stream, grid, *values):
@@ -389,6 +392,70 @@ def test_kernel_grid_objects_call_by_vectorcall_and_by_tp_call_alike():
     assert item(jit, (3,)) == ("triton's", (3,)) and item(jit, None) == ("triton's", None)
     jit.run, jit._launcher_call = "RUN", ("RUN", "not a keyer")
     assert item(jit, (3,)) == ("triton's", (3,))
+
+
+def test_kernel_grid_of_the_same_tuple_of_ints_is_the_same_call_and_other_grids_are_not_kept():
+    """A GuardCall holds nothing a call changes: the last one made for a grid that is a tuple of
+    ints is handed out again for that grid object (a loop's kernel[grid] makes none); a list, a
+    callable or a tuple holding anything else gets a new one each time, and is not kept alive."""
+    k, record, jit, *_ = call_setup()
+    item = _call.GuardItem(lambda kernel, grid: ("triton's", grid), "_launcher_call")
+    jit.run, jit._launcher_call = "RUN", ("RUN", k)
+    grid = (3, 2)
+    first = item(jit, grid)
+    assert item(jit, grid) is first and k.bind(grid) is first and item(jit, tuple([3, 2])) is not first
+    assert first(*CALL) == "KERNEL" and record["flat"][-1][2] == (3, 2)
+
+    class Big:
+        pass
+
+    for other in ([3], lambda meta: (1,), (3, Big())):
+        assert item(jit, other) is not item(jit, other)
+    big = Big()
+    ref = weakref.ref(big)
+    grid_fn = lambda meta, big=big: (1,)  # noqa: E731 - a callable grid holding something alive
+    item(jit, grid_fn)(*CALL)
+    del big, grid_fn
+    gc.collect()
+    assert ref() is None
+
+
+def test_a_plain_kernel_is_read_from_its_dict_and_sees_every_change():
+    """With "plain", the hit reads the kernel's attributes from its __dict__ (one read of it per
+    hit), and what the __dict__ lacks as an attribute (a class attribute); a change between calls
+    is seen as with attribute reads."""
+    class ClassDebug(Jit):
+        debug = False
+
+    jit = ClassDebug()
+    k, record, *_ = hit_setup(jit=jit, plain=True, heads=("device", ("attr", jit, "debug"), "options"))
+    assert k.hit((1,), *CALL) == "KERNEL"
+    jit.debug = True  # the kernel's own setting, in its __dict__: another key, a miss
+    assert k.hit((1,), *CALL).__class__ is tuple
+    del jit.debug
+    jit.pre_run_hooks.append(print)  # read from the __dict__: declines
+    assert k.hit((1,), *CALL) is NotImplemented
+    jit.pre_run_hooks.clear()
+    jit.hash = "h2"  # the entry no longer holds: a miss, keyed
+    assert k.hit((1,), *CALL).__class__ is tuple
+    jit.hash = "h1"
+    jit.used_global_vals = {"g": 1}
+    assert k.hit((1,), *CALL) == "KERNEL" and record["globals"] == 1
+    del jit.device_caches  # gone from the __dict__ and the class: keyed, the general path looks again and explains
+    assert k.hit((1,), *CALL).__class__ is tuple
+
+
+def test_plain_needs_no_data_descriptor_of_the_names_read():
+    class Hashed(Jit):
+        hash = property(lambda self: "h1", lambda self, v: None)
+
+    class Odd(Jit):
+        def __getattr__(self, name):
+            return None
+
+    assert fast_dispatch._plain(Jit, fast_dispatch._HIT_READS)
+    assert not fast_dispatch._plain(Hashed, fast_dispatch._HIT_READS) and fast_dispatch._plain(Hashed)
+    assert not fast_dispatch._plain(Odd, fast_dispatch._HIT_READS)
 
 
 def test_the_call_keeps_its_own_parts():
