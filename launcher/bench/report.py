@@ -16,6 +16,7 @@ import sys
 from launcher.bench import cpu
 from launcher.bench import names as N
 from launcher.bench import results as R
+from launcher.bench.sites import WRITTEN
 from launcher.bench.stats import summary
 
 
@@ -85,7 +86,8 @@ def _decode_section(run: R.Run, by_key: dict) -> list:
                   f"a round runs every path once: a synchronisation (untimed), then {g.ops_per_batch} steps of "
                   f"{per} launches (rmsnorm, axpby, softmax, silu-mul, twice), timed on the host; the order is "
                   "reversed every other round. Every path's outputs were checked identical to stock eager's "
-                  "before timing. Ratios are taken within a round: median, with p25–p75 in brackets.", ""]
+                  "before timing. Ratios are taken within a round: median, with p25–p75 in brackets."
+                  + _sites_note(g.info), ""]
         rows = []
         order = [p for p in N.DECODE_PATHS if p in g.paths] + [p for p in g.paths if p not in N.DECODE_PATHS]
         for p in order:
@@ -97,6 +99,15 @@ def _decode_section(run: R.Run, by_key: dict) -> list:
             rows.append([p, cell(summary(g.paths[p])), ratio, N.DECODE_TEXT.get(p, "")])
         lines += _table(["path", "µs per step", "× stock eager (same round)", "what"], rows)
     return lines
+
+
+def _sites_note(info) -> str:
+    """What the method says of how the paths were called (launcher.bench.sites), where the run says."""
+    if info.get("call_sites") != WRITTEN:
+        return ""
+    return (" Every path is called as users write the call, `kernel[grid](x, y, out, n, BLOCK=1024)`: "
+            "the arguments as names and the keywords spelt out, in a loop generated for the case "
+            "(launcher.bench.sites), with no wrapper around the call.")
 
 
 def markdown(run: R.Run) -> str:
@@ -114,7 +125,8 @@ def markdown(run: R.Run) -> str:
                   f"unrecorded ones. A round runs every path once: a synchronisation (untimed), then a batch of "
                   f"{g0.ops_per_batch} launches, timed on the host; the order is reversed every other round. "
                   "Each ratio is taken within a round and summarised over rounds: the median, with p25–p75 "
-                  "in brackets. µs are host time per launch, for context: they drift between runs.", ""]
+                  "in brackets. µs are host time per launch, for context: they drift between runs."
+                  + _sites_note(g0.info), ""]
     all_ratios = R.ratios(run)
     by_key = {r.key: r for r in all_ratios}
 

@@ -49,6 +49,7 @@ from launcher.bench import decode as D  # noqa: E402
 from launcher.bench import env as bench_env  # noqa: E402
 from launcher.bench import kernels as K  # noqa: E402
 from launcher.bench import names as N  # noqa: E402
+from launcher.bench import sites  # noqa: E402
 from launcher.bench.cases import Case, plain_cases  # noqa: E402
 from launcher.bench.features import (FastDispatch, Unavailable, bundle_kernel,  # noqa: E402
                                      clear_launcher_caches, fast_dispatch_available, fast_summary)
@@ -181,18 +182,15 @@ def cases():
     return {c.name: c for c in cs}
 
 
-def batch_path(name, c, call, transform=tuple, before=None, after=None) -> Path:
-    """BATCH launches of call(*args): the case's arguments, or fresh ones for every launch (made
-    before the batch, untimed) when the case has them. `transform` turns the user's arguments
-    into what `call` takes."""
+def batch_path(name, c, head, ns, transform=tuple, kwargs=None, before=None, after=None) -> Path:
+    """BATCH launches written as a user writes the call (launcher.bench.sites): `head(*args,
+    **kwargs)` with the arguments as names and the keywords spelt out, where head is an
+    expression over `ns` ("k[grid]": kernel[grid] taken in every call). The arguments are the
+    case's, or fresh ones for every launch (made before the batch, untimed) when the case has
+    them. `transform` turns the user's arguments into what the call takes."""
+    kwargs = kwargs or {}
     if c.fresh is None:
-        args = transform(c.args)
-
-        def run():
-            for _ in LOOP:
-                call(*args)
-
-        return Path(name, run, BATCH, before, after)
+        return Path(name, sites.batch(head, ns, transform(c.args), kwargs, BATCH), BATCH, before, after)
     todo = []
 
     def prepare():
@@ -200,11 +198,7 @@ def batch_path(name, c, call, transform=tuple, before=None, after=None) -> Path:
         if before is not None:
             before()
 
-    def run():
-        for a in todo:
-            call(*a)
-
-    return Path(name, run, BATCH, prepare, after)
+    return Path(name, sites.each(head, ns, todo, kwargs, len(transform(c.args))), BATCH, prepare, after)
 
 
 def _bound(c):
@@ -220,26 +214,31 @@ def p_floor(c, ctx):
 def p_bind(c, ctx):
     if c.fresh is not None:
         raise Unavailable("bind() packs its arguments once: no fresh descriptors per launch")
-    bound = _bound(c)
-    return batch_path(N.BIND, c, bound, transform=lambda a: ())
+    return batch_path(N.BIND, c, "bound", {"bound": _bound(c)}, transform=lambda a: ())
 
 
-def _launcher_call(c, who, hooks):
+def _launcher_call(c, who, hooks) -> dict:
+    """The names of a launcher object's call, run(gx, gy, gz, s, fn, md, lm, enter, exit_, *args),
+    as CompiledKernel.run calls it (LAUNCHER_HEAD)."""
     ck = c.ck[who]
-    run, fn, md, s = ck._run, ck.function, ck.packed_metadata, stream()
+    s = stream()
     gx, gy, gz = c.grid3
     if hooks:
         enter, exit_ = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
         lm = ck.launch_metadata(c.grid, s, *c.runtime(c.args))
     else:
         enter = exit_ = lm = None
-    return lambda *a: run(gx, gy, gz, s, fn, md, lm, enter, exit_, *a)
+    return dict(run=ck._run, gx=gx, gy=gy, gz=gz, s=s, fn=ck.function, md=ck.packed_metadata, lm=lm, enter=enter,
+                exit_=exit_)
+
+
+LAUNCHER_HEAD = "run(gx, gy, gz, s, fn, md, lm, enter, exit_,"
 
 
 def p_launcher(who, hooks):
     name = {("ours", False): N.OURS_LAUNCHER_NONE, ("stock", False): N.STOCK_LAUNCHER_NONE,
             ("ours", True): N.OURS_LAUNCHER, ("stock", True): N.STOCK_LAUNCHER}[who, hooks]
-    return name, lambda c, ctx: batch_path(name, c, _launcher_call(c, who, hooks), transform=c.runtime)
+    return name, lambda c, ctx: batch_path(name, c, LAUNCHER_HEAD, _launcher_call(c, who, hooks), transform=c.runtime)
 
 
 class _NoHooks:
@@ -261,12 +260,11 @@ def p_compiled(who, hooks):
             ("ours", True): N.OURS_COMPILED, ("stock", True): N.STOCK_COMPILED}[who, hooks]
 
     def build(c, ctx):
-        ck, grid = c.ck[who], c.grid3
-        call = lambda *a: ck[grid](*a)  # noqa: E731 - CompiledKernel[grid](...) as users write it
+        ns = {"ck": c.ck[who], "grid": c.grid3}  # CompiledKernel[grid](...) as users write it
         if hooks:
-            return batch_path(name, c, call, transform=c.runtime)
+            return batch_path(name, c, "ck[grid]", ns, transform=c.runtime)
         nh = _NoHooks()
-        return batch_path(name, c, call, transform=c.runtime, before=nh.on, after=nh.off)
+        return batch_path(name, c, "ck[grid]", ns, transform=c.runtime, before=nh.on, after=nh.off)
 
     return name, build
 
@@ -275,8 +273,7 @@ def p_jit(who):
     name = N.OURS_JIT if who == "ours" else N.STOCK_JIT
 
     def build(c, ctx):
-        jit, grid, kw = c.jit[who], c.grid, c.kwargs
-        return batch_path(name, c, lambda *a: jit[grid](*a, **kw))
+        return batch_path(name, c, "kernel[grid]", {"kernel": c.jit[who], "grid": c.grid}, kwargs=c.kwargs)
 
     return name, build
 
@@ -315,7 +312,7 @@ def p_prepared(c, ctx):
     if c.fresh is not None:
         raise Unavailable("p() launches the arguments packed at prepare time: no fresh descriptors per launch")
     p = ctx.prepared(c)
-    return batch_path(N.PREPARED, c, p, transform=lambda a: ())
+    return batch_path(N.PREPARED, c, "p", {"p": p}, transform=lambda a: ())
 
 
 def p_prepared_new(c, ctx):
@@ -338,25 +335,14 @@ def p_prepared_keywords(c, ctx):
 def _new_args_path(name, c, p, kw):
     """`name`: the prepared launch p called as p(*new_args, **kw), with other tensors on every call
     (or the case's fresh arguments)."""
-    call = (lambda *a: p(*a, **kw)) if kw else p
-    _check_vector_add(c, call)
+    _check_vector_add(c, lambda *a: p(*a, **kw))
     if c.fresh is not None:
-        return batch_path(name, c, call)
+        return batch_path(name, c, "p", {"p": p}, kwargs=kw)
     if not _has_tensor(c.args):
         raise Unavailable("no tensor argument to replace")
     pool = [_fresh_like(c.args) for _ in range(8)]
     todo = [pool[i % len(pool)] for i in LOOP]
-
-    if kw:
-        def run():
-            for a in todo:
-                p(*a, **kw)
-    else:
-        def run():
-            for a in todo:
-                p(*a)
-
-    return Path(name, run, BATCH)
+    return Path(name, sites.each("p", {"p": p}, todo, kw, len(c.args)), BATCH)
 
 
 def p_fast(c, ctx):
@@ -372,7 +358,8 @@ def p_fast(c, ctx):
     before, after = _guard_switch(fd, per_batch)
     ctx.fast_batches = per_batch
     ctx.fast_how = how
-    return batch_path(N.FAST, c, lambda *a: jit[grid](*a, **kw), before=before, after=after)
+    return batch_path(N.FAST, c, "kernel[grid]", {"kernel": jit, "grid": grid}, kwargs=kw, before=before,
+                      after=after)
 
 
 def _guard_switch(fd, batches):
@@ -399,9 +386,8 @@ def p_bundle(c, ctx):
     launcher.export(path, c.ck["ours"])
     k = bundle_kernel(launcher.load_bundle(path), c.fn.__name__)
     grid, kw = c.grid, c.kwargs
-    call = lambda *a: k[grid](*a, **kw)  # noqa: E731
-    _check_vector_add(c, call)
-    return batch_path(N.BUNDLE, c, call)
+    _check_vector_add(c, lambda *a: k[grid](*a, **kw))
+    return batch_path(N.BUNDLE, c, "k[grid]", {"k": k, "grid": grid}, kwargs=kw)
 
 
 # ---- peers ----
@@ -423,7 +409,7 @@ def p_inductor(c, ctx):
     sk.load_kernel(torch.cuda.current_device())
     gx, gy, gz = c.grid3
     s = stream()
-    return batch_path(N.INDUCTOR, c, lambda *a: sk.run(gx, gy, gz, s, *a))
+    return batch_path(N.INDUCTOR, c, "run(gx, gy, gz, s,", dict(run=sk.run, gx=gx, gy=gy, gz=gz, s=s))
 
 
 _NP_TYPES = {"i32": "int32", "i64": "int64", "fp32": "float32"}
@@ -570,7 +556,8 @@ def test_hot(benchmark, cases, env, tmp_path, name):
         if why:
             invalid[N.FAST] = why
     record(benchmark, env, "hot", name, r.times, cpu_note=r.cpu_note, unit="µs per launch", ops=BATCH, warmup=WARMUP,
-           skipped=skipped, invalid=invalid, notes=notes, ratios=HOT_RATIOS, triton_version=triton.__version__)
+           skipped=skipped, invalid=invalid, notes=notes, ratios=HOT_RATIOS, triton_version=triton.__version__,
+           call_sites=sites.WRITTEN)
     for pname, why in skipped.items():
         print(f"[{name}] {pname}: skipped: {why}")
 
@@ -665,13 +652,10 @@ class DecodeStep:
         self.graph, self.graph_device_us, self.graph_error = None, None, ""
 
     def step(self, kernels):
-        calls = [(kernels[name], grid, args, kw) for name, grid, args, kw in self.plan]
-
-        def one():
-            for k, grid, args, kw in calls:
-                k[grid](*args, **kw)
-
-        return one
+        """One step: the eight calls written out one after another, as a decoder's code has them
+        (launcher.bench.sites.sequence)."""
+        return sites.sequence([(f"k{i}[grid{i}]", {f"k{i}": kernels[name], f"grid{i}": grid}, args, kw)
+                               for i, (name, grid, args, kw) in enumerate(self.plan)])
 
     def compiled(self, kernels) -> dict:
         """One step, keeping what each `kernel[grid](...)` returned (its CompiledKernel), by name."""
@@ -859,7 +843,8 @@ def test_decode_step(benchmark, env, decode, tmp_path):
     record(benchmark, env, "decode", N.DECODE, r.times, cpu_note=r.cpu_note, unit="µs per step", ops=DECODE_STEPS,
            warmup=WARMUP, skipped=skipped, invalid=invalid, notes=notes,
            ratios=[(p, N.STOCK_JIT) for p in N.DECODE_PATHS if p != N.STOCK_JIT],
-           launches_per_step=D.LAUNCHES_PER_STEP, shape=f"{D.ROWS}x{D.COLS} fp32", triton_version=triton.__version__)
+           launches_per_step=D.LAUNCHES_PER_STEP, shape=f"{D.ROWS}x{D.COLS} fp32", triton_version=triton.__version__,
+           call_sites=sites.WRITTEN)
     for pname, why in skipped.items():
         print(f"[{N.DECODE}] {pname}: skipped: {why}")
 
