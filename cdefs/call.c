@@ -1718,6 +1718,19 @@ static PyObject *field(GuardKey *self, PyObject *entry, int f) {
     return PyTuple_GetItem(entry, self->fields[f]);
 }
 
+static PyCFunction dict_get;  /* what dict.get runs: {}.get's function */
+
+/* get(key), where get is the get of an exact dict read directly (what it answers: the value or
+ * None); anything else called.  A new reference, or NULL with an error. */
+static PyObject *call_get(PyObject *get, PyObject *key) {
+    PyObject *d = PyCFunction_Check(get) && PyCFunction_GetFunction(get) == dict_get ? PyCFunction_GetSelf(get) : NULL;
+    if (d && PyDict_CheckExact(d)) {
+        PyObject *v = PyDict_GetItemWithError(d, key);
+        return v ? Py_NewRef(v) : PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    }
+    return PyObject_CallFunctionObjArgs(get, key, NULL);
+}
+
 /* Whether the recorded entry still holds (GUARD_TEMPLATE's test; with no hit given, every entry
  * does): 1, 0, -1 with an error. */
 static int gk_holds(GuardKey *self, PyObject *entry, PyObject *device, PyObject *jd) {
@@ -1742,7 +1755,7 @@ static int gk_holds(GuardKey *self, PyObject *entry, PyObject *device, PyObject 
     same = now == field(self, entry, F_CACHES);
     Py_DECREF(now);
     if (!same) return 0;
-    PyObject *got = PyObject_CallFunctionObjArgs(field(self, entry, F_KERNEL_GET), field(self, entry, F_TRITON_KEY), NULL);
+    PyObject *got = call_get(field(self, entry, F_KERNEL_GET), field(self, entry, F_TRITON_KEY));
     if (!got) return -1;
     same = got == field(self, entry, F_KERNEL);
     Py_DECREF(got);
@@ -2674,6 +2687,11 @@ GC_TYPE(gi, GuardItem, Py_TPFLAGS_METHOD_DESCRIPTOR | VECTORCALL_FLAG,
         {Py_tp_getset, gi_getset}, {Py_tp_members, gi_members});  /* a method descriptor: kernel[grid] calls it with (kernel, grid), unbound */
 
 static int exec_module(PyObject *m) {
+    PyObject *d = PyDict_New(), *get = d ? PyObject_GetAttrString(d, "get") : NULL;
+    int made = get != NULL;
+    if (made && PyCFunction_Check(get)) dict_get = PyCFunction_GetFunction(get);
+    Py_XDECREF(get); Py_XDECREF(d);
+    if (!made) return -1;
     if (!(s_calls = PyUnicode_InternFromString("calls")) || !(s_dtype = PyUnicode_InternFromString("dtype"))
             || !(s_data_ptr = PyUnicode_InternFromString("data_ptr"))
             || !(s_enter = PyUnicode_InternFromString("launch_enter_hook"))

@@ -229,6 +229,24 @@ def test_the_hit_leaves_the_call_to_the_general_path_before_anything_runs(change
     assert not grid_calls and not record["flat"] and not record["direct"] and sys.exc_info() == (None, None, None)
 
 
+def test_the_kernel_cache_is_read_as_its_get_answers():
+    """An exact dict's get is read directly; any other kernel_get (a dict subclass's own get, a
+    function) is called: its answer decides, as in Triton's own test of the entry."""
+    class Cache(dict):
+        def get(self, key, default=None):
+            self.asked = key
+            return "KERNEL" if self.hold else None
+
+    cache = Cache()
+    k, record, *_ = hit_setup(kernel_get=cache.get)
+    cache.hold = True
+    assert k.hit((1,), *CALL) == "KERNEL" and cache.asked == "tk"
+    cache.hold = False
+    assert k.hit((1,), *CALL).__class__ is tuple  # no longer holds: a miss
+    k, record, *_ = hit_setup(kernel_get=lambda key: {"tk": "KERNEL"}.get(key))
+    assert k.hit((1,), *CALL) == "KERNEL"
+
+
 def test_calls_of_two_keys_in_turn_each_launch_their_own_entry():
     """The hit remembers the last hit's key and entry: a call of another key is looked up, not
     taken for the last one (items equal by value, as the dict compares them, are the same key)."""
