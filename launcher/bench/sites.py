@@ -1,12 +1,12 @@
 """Call sites as users write them (torch-free, checked on the CPU): every timed path of the suite
 calls its launch the way a user's code does, `kernel[grid](x, y, out, n, BLOCK=1024)`, with
-the positional arguments as local names and the keywords written out, in a loop generated for
+the positional arguments as names and the keywords written out, in a loop generated for
 the case. Calling through `lambda *a: kernel[grid](*a, **kw)` instead would add, to every path
 alike, a frame, an argument tuple and a keywords dict that no user's call has; the C floor has
 none of them either.
 
     run = batch(head, ns, args, kwargs, count)   # count calls with the same arguments
-    run = each(head, ns, todo, kwargs)           # one call per argument tuple of the list todo
+    run = each(head, ns, todo, kwargs, nargs)    # one call per argument tuple of the list todo
     one = sequence([(head, ns, args, kwargs), ...])  # the calls one after another, once
 
 `head` is the expression before the call's parentheses, over the names of `ns`: "k[grid]"
@@ -55,7 +55,8 @@ def _compile(source: str, scope: dict, name: str):
 
 
 def batch(head: str, ns: dict, args, kwargs: dict, count: int):
-    """run(): `count` calls of head(*args, **kwargs), written out, the arguments local names."""
+    """run(): `count` calls of head(*args, **kwargs), written out, the arguments names bound once
+    (variables of the enclosing function, as a user's loop reads its locals)."""
     a = _names(_OWN + "a", len(args))
     unpack = f"    {', '.join(a)}, = _site_args\n" if a else ""
     source = (f"def _site_make(_site_args, _site_count):\n{unpack}"
