@@ -1442,10 +1442,6 @@ static void release(PyObject **values, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) Py_CLEAR(values[i]);
 }
 
-/* The heads of a call, as new references in out[0 .. heads): the given ones from `given`, in
- * order (the device, the options' key), or where `given` is NULL (a hit: a call without launch
- * options) the device getter's answer and (); the others as their spec says.  0, or -1 with an
- * error (nothing left in out). */
 /* The kernel's __dict__ where the hit may read its attributes there (plain), else NULL: a new
  * reference, or NULL with an error. */
 static PyObject *jit_dict(GuardKey *self) {
@@ -1473,6 +1469,10 @@ static int attr_set(PyObject *obj, PyObject *dict, PyObject *name, int truth) {
     return r;
 }
 
+/* The heads of a call, as new references in out[0 .. heads): the given ones from `given`, in
+ * order (the device, the options' key), or where `given` is NULL (a hit: a call without launch
+ * options) the device getter's answer and (); the others as their spec says.  0, or -1 with an
+ * error (nothing left in out). */
 static PyObject *s_dict;
 static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out, PyObject *jd) {
     Py_ssize_t g = 0;
@@ -1761,7 +1761,6 @@ static int gk_holds(GuardKey *self, PyObject *entry, PyObject *device, PyObject 
     Py_DECREF(got);
     return same;
 }
-
 
 /* flat(function, stream, grid, *the launch values) (values[i], else args[i]): a FlatLaunch's
  * launch called directly (no bound call's tuple), anything else by PyObject_Call.  Its answer
@@ -2340,9 +2339,10 @@ static int gk_clear(PyObject *op) {
 
 /* hit: {"jit", "runtime", "device", "stream", "hook_chain", "check_globals", "grid3", "names",
  * "fields": {GuardEntry field name: position}, optionally "plain": whether the kernel's
- * attributes a hit reads (launcher.fast_dispatch._HIT_READS) are read from its __dict__ where
- * it holds them (its class has no data descriptor of those names, no __getattr__ or
- * __getattribute__ of its own)}, or None (entries must then be given). */
+ * attributes a hit reads (launcher.fast_dispatch._HIT_READS, and the heads' ("attr", kernel,
+ * name)) are read from its __dict__ where it holds them (its class has no data descriptor of
+ * those names, no __getattr__ or __getattribute__ of its own)}, or None (entries must then be
+ * given). */
 static int gk_set_hit(GuardKey *self, PyObject *hit) {
     if (hit == Py_None) return 0;
     if (!PyDict_Check(hit)) { PyErr_SetString(PyExc_TypeError, "GuardKey: hit must be a dict or None"); return -1; }
@@ -2566,14 +2566,10 @@ static PyObject *gi_fallback(GuardItem *self, PyObject *jit, PyObject *grid) {
     return PyObject_CallFunctionObjArgs(self->fallback, jit, grid, NULL);
 }
 
-/* kernel.name, read from the kernel's __dict__ where its class is `plain` (where that is what
- * the attribute read gives); NULL with no error set where it has none. */
+/* kernel.name (attr_of: from the kernel's __dict__ where its class is `plain`); NULL with no
+ * error set where it has none. */
 static PyObject *gi_attr(PyObject *jit, PyObject *dict, PyObject *name) {
-    if (dict) {
-        PyObject *v = PyDict_GetItemWithError(dict, name);
-        return v ? Py_NewRef(v) : NULL;
-    }
-    PyObject *v = PyObject_GetAttr(jit, name);
+    PyObject *v = attr_of(jit, dict, name);
     if (!v && PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
     return v;
 }

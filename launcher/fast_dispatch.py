@@ -100,9 +100,9 @@ def enable() -> None:
                 jit_cls.__getitem__, _CALL, jit_cls if _plain(jit_cls) else None)
 
 
-# The kernel's attributes a guard's hit reads (launcher._call.GuardKey): from its __dict__ where
-# the kernel's class is _plain for them
-_HIT_READS = ("pre_run_hooks", "hash", "device_caches", "used_global_vals", "debug")
+# The kernel's attributes a guard's hit reads besides its key's heads (launcher._call.GuardKey):
+# from its __dict__ where the kernel's class is _plain for them and for the heads' ("attr", kernel, name)
+_HIT_READS = ("pre_run_hooks", "hash", "device_caches", "used_global_vals")
 
 
 def _plain(cls, names=("run", _CALL)) -> bool:
@@ -311,13 +311,14 @@ class Guard:
             "_launcher_grid3": grid3,
             "_launcher_HITS": _hits,
         }
+        heads = codegen.guard_heads(self.jit, _knobs())
+        reads = _HIT_READS + tuple(h[2] for h in heads if isinstance(h, tuple) and h[0] == "attr" and h[1] is self.jit)
         hit = {"jit": self.jit, "runtime": ns["_launcher_RT"], "device": A.fast_device_getter(device), "stream": stream,
                "hook_chain": ns["_launcher_HOOK_CHAIN"], "check_globals": A.check_used_globals, "grid3": grid3,
                "names": tuple(p.name for p in params), "fields": {f: i for i, f in enumerate(codegen.GuardEntry._fields)},
-               "plain": _plain(type(self.jit), _HIT_READS)}
+               "plain": _plain(type(self.jit), reads)}
         keyer = _call.GuardKey(codegen.guard_key_params(_guard_params(params), _hints(params, example)),
-                               codegen.guard_heads(self.jit, _knobs()), tensor, int_key, classify, NoKey, _MASK, hit,
-                               self.entries)
+                               heads, tensor, int_key, classify, NoKey, _MASK, hit, self.entries)
         ns["_launcher_KEYER"], ns["_launcher_KEY"] = keyer, keyer.key
         # read once per call: globals shared by every guard
         shared = {"_launcher_RT", "_launcher_FALLBACKS", "_launcher_check_globals", "_launcher_hooks_set", "_launcher_grid3",
