@@ -72,7 +72,7 @@ typedef struct check {
     PyObject *dtype; /* pointer: the dtype object (compared by identity) */
     int eq;          /* constexpr: a value of the same class that compares equal passes too */
     int aligned;     /* pointer, int: the kernel assumed divisibility by 16 */
-    __int128 lo, hi; /* int: the range the kernel takes */
+    __int128 lo, hi; /* int: the range the kernel takes, within the code's (check_build narrows it) */
     char code;       /* LAUNCHER_PACK_* of the packed value */
     Py_ssize_t offset;
     Py_ssize_t n;    /* tuple: items; call: values the function returns */
@@ -129,6 +129,113 @@ static PyObject *call_with(PyObject *fn, PyObject *first, PyObject *const *args,
     return result;
 }
 
+/* ---- a tensor's dtype and data_ptr(): the one home of how every path here reads them ----
+ *
+ * t_dtype(r, v) is v.dtype and t_data_ptr(r, v) is v.data_ptr(), where r is what t_for() answered
+ * for v's class in this call (NULL: v is read as Python reads it).  Where the tensor class a
+ * guard or a check names (torch.Tensor) looks both names up in the generic way (no
+ * __getattribute__ of its own) and finds them in an immutable base type's slots (torch's
+ * TensorBase: its tp_getset's "dtype" getter, its tp_methods' METH_NOARGS "data_ptr"), r is not
+ * NULL for that class while it still finds those very descriptors (asked once per call: a
+ * torch.Tensor.data_ptr set since is read as Python reads it), and for an instance of exactly
+ * that class the base's C functions are called directly: what the descriptors call, less the
+ * attribute lookup and the call's frames (about half of a tensor's cost in a hit).  One
+ * difference from Python remains: an attribute set on one tensor object (t.data_ptr = f) is not
+ * read, its class's is.  Errors are what the functions raise.  The first class found to qualify
+ * is the one served for the life of the process (there is one torch.Tensor). */
+typedef struct {
+    PyObject *cls, *dtype_desc, *ptr_desc, *tried;  /* held for the life of the module */
+    getter dtype_get; void *dtype_closure;
+    PyCFunction ptr_fn;
+} tensor_reads_t;
+static tensor_reads_t t_reads;
+static PyTypeObject *method_descr_type, *getset_descr_type;  /* type(str.join), type(int.real) */
+static PyObject *s_dict, *s_mro;
+
+/* The descriptor an immutable base in cls's MRO holds for name (a new reference, *base_out that
+ * base, borrowed), where that is the one cls's lookup finds and its type is `type`; else NULL. */
+static PyObject *t_base_descr(PyObject *cls, PyObject *name, PyTypeObject *type, PyObject **base_out) {
+    PyObject *found = PyObject_GetAttr(cls, name), *mro = found ? PyObject_GetAttr(cls, s_mro) : NULL;
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; mro && PyTuple_Check(mro) && i < PyTuple_Size(mro); i++) {
+        PyObject *base = PyTuple_GetItem(mro, i), *dict = PyObject_GetAttr(base, s_dict);
+        PyObject *d = dict ? PyObject_GetItem(dict, name) : NULL;
+        Py_XDECREF(dict);
+        if (!d) { PyErr_Clear(); continue; }
+        if (d == found && Py_TYPE(d) == type && PyType_Check(base)
+                && (PyType_GetFlags((PyTypeObject *)base) & (1UL << 8))) {  /* Py_TPFLAGS_IMMUTABLETYPE */
+            result = d;
+            *base_out = base;
+        } else {
+            Py_DECREF(d);
+        }
+        break;
+    }
+    PyErr_Clear();
+    Py_XDECREF(mro); Py_XDECREF(found);
+    return result;
+}
+
+static int t_generic(PyObject *cls) {
+    return PyType_GetSlot((PyTypeObject *)cls, Py_tp_getattro) == (void *)PyObject_GenericGetAttr;
+}
+
+/* Serve cls where it qualifies (see above); nothing where another class is served already. */
+static void t_setup(PyObject *cls) {
+    replace_ref(&t_reads.tried, Py_NewRef(cls));  /* asked once, unless another class is asked for */
+    if (t_reads.cls || !PyType_Check(cls) || !method_descr_type || !getset_descr_type || !t_generic(cls)) return;
+    PyObject *dbase = NULL, *pbase = NULL;
+    PyObject *dd = t_base_descr(cls, s_dtype, getset_descr_type, &dbase);
+    PyObject *pd = dd ? t_base_descr(cls, s_data_ptr, method_descr_type, &pbase) : NULL;
+    getter get = NULL; void *closure = NULL; PyCFunction fn = NULL;
+    if (pd) {  /* the first def of each name: the one the immutable type's dict was filled from */
+        for (PyGetSetDef *gs = PyType_GetSlot((PyTypeObject *)dbase, Py_tp_getset); gs && gs->name; gs++)
+            if (!strcmp(gs->name, "dtype")) { get = gs->get; closure = gs->closure; break; }
+        for (PyMethodDef *m = PyType_GetSlot((PyTypeObject *)pbase, Py_tp_methods); m && m->ml_name; m++)
+            if (!strcmp(m->ml_name, "data_ptr")) {
+                if ((m->ml_flags & ~METH_COEXIST) == METH_NOARGS) fn = m->ml_meth;
+                break;
+            }
+    }
+    PyErr_Clear();
+    if (!get || !fn) { Py_XDECREF(dd); Py_XDECREF(pd); return; }
+    t_reads.dtype_desc = dd; t_reads.ptr_desc = pd;  /* no Python code runs from here on */
+    t_reads.dtype_get = get; t_reads.dtype_closure = closure; t_reads.ptr_fn = fn;
+    t_reads.cls = Py_NewRef(cls);
+}
+
+/* Whether cls still finds `desc` for name. */
+static int t_finds(PyObject *cls, PyObject *name, PyObject *desc) {
+    PyObject *now = PyObject_GetAttr(cls, name);
+    if (!now) PyErr_Clear();
+    Py_XDECREF(now);
+    return now == desc;
+}
+
+/* One call's reads: t_for(tc, cls) asks once per call (tc starts {NULL, NULL}) whether the class
+ * is served, and still finds what it found (setup: whether a class a guard or a check names as
+ * its tensor class is tried, where none is served yet). */
+typedef struct { PyObject *cls; const tensor_reads_t *r; } t_call;
+
+static const tensor_reads_t *t_for(t_call *tc, PyObject *cls, int setup) {
+    if (tc->cls == cls) return tc->r;
+    if (setup && !t_reads.cls && cls != t_reads.tried) t_setup(cls);
+    tc->cls = cls;
+    tc->r = cls == t_reads.cls && t_generic(cls) && t_finds(cls, s_dtype, t_reads.dtype_desc)
+            && t_finds(cls, s_data_ptr, t_reads.ptr_desc) ? &t_reads : NULL;
+    return tc->r;
+}
+
+static PyObject *t_dtype(const tensor_reads_t *r, PyObject *v) {
+    if (r && (PyObject *)Py_TYPE(v) == r->cls) return r->dtype_get(v, r->dtype_closure);
+    return PyObject_GetAttr(v, s_dtype);
+}
+
+static PyObject *t_data_ptr(const tensor_reads_t *r, PyObject *v) {
+    if (r && (PyObject *)Py_TYPE(v) == r->cls) return r->ptr_fn(v, NULL);
+    return PyObject_CallMethodObjArgs(v, s_data_ptr, NULL);
+}
+
 static void check_free(check *c) {
     Py_CLEAR(c->obj);
     Py_CLEAR(c->dtype);
@@ -141,7 +248,7 @@ static void check_free(check *c) {
     PyMem_Free(c->offsets); c->offsets = NULL;
 }
 
-static int as_int128(PyObject *v, __int128 *out) {  /* an int in the i64 or u64 range; -1 with an error */
+static inline int as_int128(PyObject *v, __int128 *out) {  /* an int in the i64 or u64 range; -1 with an error */
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
     if (x == -1 && PyErr_Occurred()) return -1;
@@ -154,7 +261,7 @@ static int as_int128(PyObject *v, __int128 *out) {  /* an int in the i64 or u64 
 }
 
 /* Bytes of a value of pack code c (LAUNCHER_PACK_*), 0 for a code this file does not pack. */
-static int code_size(int c) {
+static inline int code_size(int c) {
     switch (c) {
     case LAUNCHER_PACK_BOOL: case LAUNCHER_PACK_I8: case LAUNCHER_PACK_U8: return 1;
     case LAUNCHER_PACK_I16: case LAUNCHER_PACK_U16: return 2;
@@ -178,6 +285,26 @@ static int code_item(PyObject *t, Py_ssize_t i, char *code) {  /* a LAUNCHER_PAC
     if (c < 0 || c > CHAR_MAX || !code_size((int)c)) { PyErr_Format(PyExc_ValueError, "unknown pack code %R", o); return -1; }
     *code = (char)c;
     return 0;
+}
+
+/* The range of an integer pack code's values: 1 with *lo, *hi set; 0 for a code that packs no integer. */
+static inline int code_range(char code, __int128 *lo, __int128 *hi) {
+    switch (code) {
+    case LAUNCHER_PACK_I8: *lo = INT8_MIN; *hi = INT8_MAX; return 1;
+    case LAUNCHER_PACK_U8: *lo = 0; *hi = UINT8_MAX; return 1;
+    case LAUNCHER_PACK_I16: *lo = INT16_MIN; *hi = INT16_MAX; return 1;
+    case LAUNCHER_PACK_U16: *lo = 0; *hi = UINT16_MAX; return 1;
+    case LAUNCHER_PACK_I32: *lo = INT32_MIN; *hi = INT32_MAX; return 1;
+    case LAUNCHER_PACK_U32: *lo = 0; *hi = UINT32_MAX; return 1;
+    case LAUNCHER_PACK_I64: *lo = INT64_MIN; *hi = INT64_MAX; return 1;
+    case LAUNCHER_PACK_U64: *lo = 0; *hi = (__int128)UINT64_MAX; return 1;
+    }
+    return 0;
+}
+
+static inline int int_fits(__int128 v, char code) {
+    __int128 lo, hi;
+    return code_range(code, &lo, &hi) && v >= lo && v <= hi;
 }
 
 static int check_build(check *c, PyObject *t, Py_ssize_t limit);
@@ -233,11 +360,13 @@ static int check_build(check *c, PyObject *t, Py_ssize_t limit) {
         c->aligned = PyObject_IsTrue(PyTuple_GetItem(t, 3));
         c->offset = ssize_item(t, 4);
         if (c->aligned < 0 || PyErr_Occurred() || code_item(t, 5, &c->code) < 0) return -1;
-        if (c->code == LAUNCHER_PACK_TENSORMAP || c->code == LAUNCHER_PACK_F32 || c->code == LAUNCHER_PACK_F64
-                || c->code == LAUNCHER_PACK_BOOL) {
+        __int128 lo, hi;
+        if (!code_range(c->code, &lo, &hi)) {
             PyErr_SetString(PyExc_ValueError, "an int check packs an integer code");
             return -1;
         }
+        if (c->lo < lo) c->lo = lo;  /* the range taken is within the code's: one test when packing */
+        if (c->hi > hi) c->hi = hi;
         return offset_ok(c->offset, c->code, limit) ? 0 : -1;
     case LAUNCHER_CHECK_FLOAT:  /* (kind, offset, code): F32 or F64 */
         NEED(3);
@@ -293,21 +422,8 @@ static int check_build(check *c, PyObject *t, Py_ssize_t limit) {
 
 /* ---- packing ---- */
 
-static int int_fits(__int128 v, char code) {
-    switch (code) {
-    case LAUNCHER_PACK_I8: return v >= INT8_MIN && v <= INT8_MAX;
-    case LAUNCHER_PACK_U8: return v >= 0 && v <= UINT8_MAX;
-    case LAUNCHER_PACK_I16: return v >= INT16_MIN && v <= INT16_MAX;
-    case LAUNCHER_PACK_U16: return v >= 0 && v <= UINT16_MAX;
-    case LAUNCHER_PACK_I32: return v >= INT32_MIN && v <= INT32_MAX;
-    case LAUNCHER_PACK_U32: return v >= 0 && v <= UINT32_MAX;
-    case LAUNCHER_PACK_I64: return v >= INT64_MIN && v <= INT64_MAX;
-    case LAUNCHER_PACK_U64: return v >= 0 && v <= (__int128)UINT64_MAX;
-    }
-    return 0;
-}
 
-static void put_int(char *buf, Py_ssize_t offset, char code, __int128 v) {  /* little-endian, as struct "<" */
+static inline void put_int(char *buf, Py_ssize_t offset, char code, __int128 v) {  /* little-endian, as struct "<" */
     uint64_t u = (uint64_t)v;
     int size = code_size(code);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -357,7 +473,7 @@ static int put_value(char *buf, Py_ssize_t offset, char code, PyObject *v) {
 /* Check argument `a` against `c` and pack it: 1 packed, 0 declined (the general path decides),
  * -1 an error to raise (only where Python code the check calls raised something other than
  * Exception: KeyboardInterrupt and the like). */
-static int check_pack(const check *c, PyObject *a, char *buf) {
+static int check_pack(const check *c, PyObject *a, char *buf, t_call *tc) {
     switch (c->kind) {
     case LAUNCHER_CHECK_CONSTEXPR:
         if (a == c->obj) return 1;
@@ -370,11 +486,12 @@ static int check_pack(const check *c, PyObject *a, char *buf) {
     case LAUNCHER_CHECK_POINTER: {
         __int128 v;
         if ((PyObject *)Py_TYPE(a) == c->obj) {
-            PyObject *dt = PyObject_GetAttr(a, s_dtype);
+            const tensor_reads_t *r = t_for(tc, c->obj, 1);
+            PyObject *dt = t_dtype(r, a);
             if (!dt) { PyErr_Clear(); return 0; }
             Py_DECREF(dt);  /* identity only: dtypes are singletons */
             if (dt != c->dtype) return 0;
-            PyObject *p = PyObject_CallMethodObjArgs(a, s_data_ptr, NULL);
+            PyObject *p = t_data_ptr(r, a);
             if (!p) { PyErr_Clear(); return 0; }
             int ok = PyLong_Check(p) && as_int128(p, &v) == 0;
             Py_DECREF(p);
@@ -392,7 +509,7 @@ static int check_pack(const check *c, PyObject *a, char *buf) {
         if (!PyLong_CheckExact(a)) return 0;
         __int128 v;
         if (as_int128(a, &v) < 0) { PyErr_Clear(); return 0; }
-        if (v < c->lo || v > c->hi || !int_fits(v, c->code) || (c->aligned && (v & 15))) return 0;
+        if (v < c->lo || v > c->hi || (c->aligned && (v & 15))) return 0;  /* lo, hi: within the code's range */
         put_int(buf, c->offset, c->code, v);
         return 1;
     }
@@ -406,7 +523,7 @@ static int check_pack(const check *c, PyObject *a, char *buf) {
     case LAUNCHER_CHECK_TUPLE:
         if (!PyTuple_CheckExact(a) || PyTuple_Size(a) != c->n) return 0;
         for (Py_ssize_t i = 0; i < c->n; i++) {
-            int r = check_pack(&c->items[i], PyTuple_GetItem(a, i), buf);
+            int r = check_pack(&c->items[i], PyTuple_GetItem(a, i), buf, tc);
             if (r != 1) return r;
         }
         return 1;
@@ -419,7 +536,7 @@ static int check_pack(const check *c, PyObject *a, char *buf) {
         } else if (a == Py_None || PyBool_Check(a)) {
             return 0;
         } else {
-            PyObject *p = PyObject_CallMethodObjArgs(a, s_data_ptr, NULL);
+            PyObject *p = t_data_ptr(t_for(tc, (PyObject *)Py_TYPE(a), 0), a);
             if (!p) {
                 if (PyErr_ExceptionMatches(PyExc_Exception)) { PyErr_Clear(); return 0; }
                 return -1;
@@ -451,8 +568,9 @@ static int check_pack(const check *c, PyObject *a, char *buf) {
 /* Check and pack each of `values` with its check: 1 all packed, 0 one declined, -1 an error to
  * raise (check_pack says which). */
 static int pack_all(const check *checks, Py_ssize_t n, PyObject *const *values, char *buf) {
+    t_call tc = {NULL, NULL};
     for (Py_ssize_t i = 0; i < n; i++) {
-        int r = check_pack(&checks[i], values[i], buf);
+        int r = check_pack(&checks[i], values[i], buf, &tc);
         if (r != 1) return r;
     }
     return 1;
@@ -1192,7 +1310,8 @@ static PyObject *desc_fast(DescEncoder *self, PyObject *desc) {
     if (PyLong_CheckExact(base)) {
         address = PyLong_AsUnsignedLongLong(base);
     } else {
-        PyObject *p = PyObject_CallMethodObjArgs(base, s_data_ptr, NULL);
+        t_call tc = {NULL, NULL};
+        PyObject *p = t_data_ptr(t_for(&tc, (PyObject *)Py_TYPE(base), 0), base);
         if (!p) goto decline;
         address = PyLong_CheckExact(p) ? PyLong_AsUnsignedLongLong(p) : (unsigned long long)-1;
         Py_DECREF(p);
@@ -1425,6 +1544,7 @@ typedef struct {
     int plain;  /* the kernel's attributes a hit reads are what its __dict__ holds, where it holds them */
     PyObject *entries;  /* key -> entry (find and hit), or NULL */
     PyObject *last;  /* (key, entry) of the last key found, or NULL */
+    PyObject **last_items;  /* that key's items (borrowed from it), heads + 2n of them: set with `last` */
     PyObject *last_call;  /* the GuardCall gcl_new made last (kernel[grid] of the same grid object is it again), or NULL */
     /* the call (set_call): all set, or none */
     PyObject *general, *keywords, *defaults, *never_class, *kname;
@@ -1473,7 +1593,6 @@ static int attr_set(PyObject *obj, PyObject *dict, PyObject *name, int truth) {
  * order (the device, the options' key), or where `given` is NULL (a hit: a call without launch
  * options) the device getter's answer and (); the others as their spec says.  0, or -1 with an
  * error (nothing left in out). */
-static PyObject *s_dict;
 static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out, PyObject *jd) {
     Py_ssize_t g = 0;
     for (Py_ssize_t i = 0; i < self->heads; i++) {
@@ -1535,24 +1654,56 @@ static int gk_aligned(PyObject *p, unsigned long long mask) {
 
 #define GK_TUPLE_DEPTH 32  /* tuples nested deeper are keyed by classify */
 
+/* An exact int's code in `table` (one of specialization.INT_KEYS: int_key's memo of its codes):
+ * table[a], a new reference; NULL without an error where the table has none (the caller asks
+ * int_key, which fills it), NULL with an error.  The answers are remembered here too, by the
+ * table and the int's value, in a small direct-mapped cache: a dict lookup of an int costs about
+ * as much as the rest of an int argument's key and pack together.  Nothing is restated: a code
+ * comes from the table, and int_key's codes depend on the value alone. */
+#define IC_BITS 9
+typedef struct { PyObject *table, *code; long long v; } ic_slot;
+static ic_slot int_codes[1 << IC_BITS];
+
+static PyObject *table_code(PyObject *table, PyObject *a) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(a, &overflow);
+    ic_slot *slot = NULL;
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    if (!overflow) {
+        uint64_t h = ((uint64_t)v ^ (uint64_t)((uintptr_t)table >> 4)) * 0x9E3779B97F4A7C15ull;
+        slot = &int_codes[h >> (64 - IC_BITS)];
+        if (slot->table == table && slot->v == v) return Py_NewRef(slot->code);
+    }
+    PyObject *code = PyDict_GetItemWithError(table, a);
+    if (!code) return NULL;
+    Py_INCREF(code);
+    if (slot) {  /* the slot is whole before the old entry's references go (no Python code runs between) */
+        PyObject *old_table = slot->table, *old_code = slot->code;
+        slot->table = Py_NewRef(table); slot->code = Py_NewRef(code); slot->v = v;
+        Py_XDECREF(old_table); Py_XDECREF(old_code);
+    }
+    return code;
+}
+
 /* The key of an item of an exact tuple argument (Triton specializes items fully), by the rule of
  * specialization.item_key (and, for what that leaves, the guard's or the bundle's classify): a `tensor` by
  * (dtype, data_ptr() & mask is 0), an exact int by int_key's code (the parameter's table where it is
  * specialized fully, else int_key(v, True, True)), a float, bool or None by its class, an exact
  * tuple by the tuple of its items' keys, anything else by classify(v, True, True, tensor), whose
  * NoKey is raised.  A new reference, or NULL with an error. */
-static PyObject *gk_item_key(GuardKey *self, const gk_param *p, PyObject *v, int depth) {
+static PyObject *gk_item_key(GuardKey *self, const gk_param *p, PyObject *v, int depth, t_call *tc) {
     PyTypeObject *cls = Py_TYPE(v);
     PyObject *k;
     if ((PyObject *)cls == self->tensor) {
-        PyObject *dtype = PyObject_GetAttr(v, s_dtype), *ptr = dtype ? PyObject_CallMethodObjArgs(v, s_data_ptr, NULL) : NULL;
+        const tensor_reads_t *reads = t_for(tc, self->tensor, 1);
+        PyObject *dtype = t_dtype(reads, v), *ptr = dtype ? t_data_ptr(reads, v) : NULL;
         int r = ptr ? gk_aligned(ptr, self->mask) : -1;
         k = r < 0 ? NULL : PyTuple_Pack(2, dtype, r ? Py_True : Py_False);
         Py_XDECREF(dtype); Py_XDECREF(ptr);
         return k;
     }
     if (PyLong_CheckExact(v)) {
-        if (p->specialize && p->align && (k = PyDict_GetItemWithError(p->table, v))) return Py_NewRef(k);
+        if (p->specialize && p->align && (k = table_code(p->table, v))) return k;
         if (PyErr_Occurred()) return NULL;
         return PyObject_CallFunctionObjArgs(self->int_key, v, Py_True, Py_True, NULL);
     }
@@ -1561,7 +1712,7 @@ static PyObject *gk_item_key(GuardKey *self, const gk_param *p, PyObject *v, int
         Py_ssize_t n = PyTuple_Size(v);
         PyObject *key = PyTuple_New(n);
         for (Py_ssize_t i = 0; key && i < n; i++) {
-            PyObject *item = gk_item_key(self, p, PyTuple_GetItem(v, i), depth + 1);
+            PyObject *item = gk_item_key(self, p, PyTuple_GetItem(v, i), depth + 1, tc);
             if (!item) Py_CLEAR(key);
             else PyTuple_SetItem(key, i, item);
         }
@@ -1583,6 +1734,7 @@ static PyObject *gk_item_key(GuardKey *self, const gk_param *p, PyObject *v, int
  * releases them, also after an error. */
 static int gk_items(GuardKey *self, PyObject *const *heads, PyObject *const *args, PyObject **items, PyObject **values,
                     PyObject **nokey) {
+    t_call tc = {NULL, NULL};  /* the tensor class's reads, asked once per call */
     for (Py_ssize_t i = 0; i < self->heads; i++) items[i] = Py_NewRef(heads[i]);
     Py_ssize_t at = self->heads;
     for (Py_ssize_t i = 0; i < self->n; i++, at += 2) {
@@ -1600,8 +1752,9 @@ static int gk_items(GuardKey *self, PyObject *const *heads, PyObject *const *arg
         } else if (p->mode == GK_BY_VALUE) {
             if (!(k = PyObject_CallFunctionObjArgs(p->table, a, NULL))) goto error;
         } else if ((PyObject *)cls == self->tensor) {
-            if (!(k = PyObject_GetAttr(a, s_dtype))) goto error;
-            if (!(values[i] = PyObject_CallMethodObjArgs(a, s_data_ptr, NULL))) { Py_DECREF(k); goto error; }
+            const tensor_reads_t *reads = t_for(&tc, self->tensor, 1);
+            if (!(k = t_dtype(reads, a))) goto error;
+            if (!(values[i] = t_data_ptr(reads, a))) { Py_DECREF(k); goto error; }
             if (p->specialize && p->align) {
                 int r = gk_aligned(values[i], self->mask);
                 if (r < 0) { Py_DECREF(k); goto error; }
@@ -1610,17 +1763,16 @@ static int gk_items(GuardKey *self, PyObject *const *heads, PyObject *const *arg
                 d = Py_NewRef(p->specialize ? Py_False : Py_None);
             }
         } else if (PyLong_CheckExact(a)) {
-            k = PyDict_GetItemWithError(p->table, a);
-            if (k) {
-                Py_INCREF(k);
-            } else if (PyErr_Occurred() || !(k = PyObject_CallFunctionObjArgs(self->int_key, a, p->specialize ? Py_True : Py_False,
-                                                                             p->align ? Py_True : Py_False, NULL))) {
-                goto error;
+            if (!(k = table_code(p->table, a))) {  /* new to the table: int_key (NoKey beyond 64 bits) */
+                if (PyErr_Occurred()) goto error;
+                k = PyObject_CallFunctionObjArgs(self->int_key, a, p->specialize ? Py_True : Py_False,
+                                                 p->align ? Py_True : Py_False, NULL);
+                if (!k) goto error;
             }
         } else if (PyFloat_CheckExact(a) || PyBool_Check(a) || a == Py_None) {
             k = Py_NewRef((PyObject *)cls);
         } else if (PyTuple_CheckExact(a)) {
-            if (!(k = gk_item_key(self, p, a, 1))) goto error;
+            if (!(k = gk_item_key(self, p, a, 1, &tc))) goto error;
         } else {
             k = PyObject_CallFunctionObjArgs(self->classify, a, p->specialize ? Py_True : Py_False,
                                              p->align ? Py_True : Py_False, self->tensor, NULL);
@@ -1661,9 +1813,15 @@ static PyObject *gk_build(GuardKey *self, PyObject *const *heads, PyObject *cons
     return key;
 }
 
-/* Whether key (a tuple) holds exactly items (as a dict lookup compares keys: identity, else ==): 1, 0, -1 with an error. */
-static int gk_same(PyObject *key, PyObject *const *items, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) {
+/* Whether the last key (`key`: self->last's, held by the caller, read from self->last just now)
+ * holds exactly items (as a dict lookup compares keys: identity, else ==): 1, 0, -1 with an
+ * error.  Identity is tested on self->last_items, its items as an array, before any Python code
+ * can run (another thread may replace the last key after that); == on the tuple itself. */
+static int gk_same(GuardKey *self, PyObject *key, PyObject *const *items, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    PyObject *const *last = self->last_items;
+    while (i < n && last[i] == items[i]) i++;
+    for (; i < n; i++) {
         PyObject *k = PyTuple_GetItem(key, i);
         if (k == items[i]) continue;
         int r = PyObject_RichCompareBool(k, items[i], Py_EQ);
@@ -1861,7 +2019,7 @@ static int gk_lookup(GuardKey *self, PyObject *const *heads, PyObject *const *ar
     int r = gk_items(self, heads, args, items, values, key);
     if (r != 0) { r = r > 0 ? 0 : -1; goto out; }  /* r > 0: *key is the NoKey (no entry) */
     last = self->last ? Py_NewRef(self->last) : NULL;  /* (key, entry) of the last key found */
-    r = last ? gk_same(PyTuple_GetItem(last, 0), items, size) : 0;
+    r = last ? gk_same(self, PyTuple_GetItem(last, 0), items, size) : 0;
     if (r != 0) {  /* the last key (or a comparison raised) */
         release(items, size);
         if (r < 0) goto out;
@@ -1882,8 +2040,9 @@ static int gk_lookup(GuardKey *self, PyObject *const *heads, PyObject *const *ar
     if (!last || PyTuple_GetItem(last, 1) != *entry) {  /* remembered for the next call (none where it cannot be) */
         PyObject *pair = PyTuple_Pack(2, *key, *entry);
         if (!pair) PyErr_Clear();
+        for (Py_ssize_t i = 0; pair && i < size; i++) self->last_items[i] = PyTuple_GetItem(*key, i);
         PyObject *old = self->last;
-        self->last = pair;
+        self->last = pair;  /* with its items: no Python code has run since they were set */
         Py_XDECREF(old);
     }
     r = 0;
@@ -2059,12 +2218,13 @@ done:
  * GuardCalls of bind(grid) a bundled kernel's: the arguments bound as its generated call binds
  * them (bind_args, at most `positional` by position; its defaults stand for what the caller left
  * out), the entry found for the key (find's lookup, the device from `device`), and, where the
- * call passes no keyword that names no parameter, the entry does not adjust the arguments, the
- * grid is a tuple of 1 to 3 and the flat launch takes it: entry.flat(entry.function,
- * entry.stream(), grid, *the launch values), entry.not_flat(...) where it did not launch.  Every
+ * call passes no keyword that names no parameter, the entry does not adjust the arguments (its
+ * parts, (flat, function, stream getter), are not None), the grid is a tuple of 1 to 3 and the
+ * flat launch takes it: flat(function, stream(), grid, *the launch values), entry.not_flat(...)
+ * where it did not launch.  Every
  * other call, as it came, is general(grid, *args, **kwargs): the bundle's generated call, which
  * binds, explains and chooses (a new key, options, a stream, a grid to evaluate). */
-static PyObject *s_adjusts, *s_flat, *s_function, *s_stream, *s_not_flat;
+static PyObject *s_parts, *s_not_flat;
 static PyObject *gcl_new(PyObject *gk, PyObject *grid);
 
 static PyObject *gk_bundle_general(GuardKey *self, PyObject *grid, PyObject *const *args, Py_ssize_t nargs,
@@ -2082,23 +2242,23 @@ static PyObject *gk_bundle_hit(GuardKey *self, PyObject *grid, PyObject *const *
     if (g < 1 || g > 3) Py_RETURN_NOTIMPLEMENTED;  /* a grid to evaluate (of the chosen variant's meta-parameters) */
     PyObject *heads[GK_HEADS], *stack[GK_STACK] = {NULL};
     PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
-    PyObject *result = NULL, *entry = NULL, *key = NULL, *stream = NULL, *flat = NULL, *function = NULL, *st = NULL;
+    PyObject *result = NULL, *entry = NULL, *key = NULL, *stream = NULL, *parts = NULL, *st = NULL;
     if (!values) return PyErr_NoMemory();
     int r = gk_heads(self, NULL, heads, NULL);
     if (r == 0) {
         r = gk_lookup(self, heads, bound, values, &key, &entry, NULL);
         release(heads, self->heads);
     }
-    if (r < 0 || !entry || (r = attr_set(entry, NULL, s_adjusts, 1)) != 0) {  /* the general path looks again, and explains */
+    /* entry.parts: (flat, function, stream getter), None where the call's arguments need adjusting */
+    if (r == 0 && entry && !(parts = PyObject_GetAttr(entry, s_parts))) r = -1;
+    if (r < 0 || !entry || !parts || !PyTuple_Check(parts) || PyTuple_Size(parts) != 3) {  /* the general path looks again, and explains */
         if (r < 0 && !PyErr_ExceptionMatches(PyExc_Exception)) goto out;  /* KeyboardInterrupt and the like propagate */
         PyErr_Clear();
         result = Py_NewRef(Py_NotImplemented);
         goto out;
     }
-    PyObject *get = PyObject_GetAttr(entry, s_stream);
-    stream = get ? PyObject_CallObject(get, NULL) : NULL;
-    Py_XDECREF(get);
-    if (!stream || !(flat = PyObject_GetAttr(entry, s_flat)) || !(function = PyObject_GetAttr(entry, s_function))) goto out;
+    PyObject *flat = PyTuple_GetItem(parts, 0), *function = PyTuple_GetItem(parts, 1);  /* held by parts */
+    if (!(stream = PyObject_CallObject(PyTuple_GetItem(parts, 2), NULL))) goto out;
     if (!(st = flat_call(flat, function, stream, grid, self->n, bound, values))) goto out;
     if (st != Py_None) {  /* declined (False) or refused ((status, packed bytes)): the entry's direct launch explains */
         PyObject *not_flat = PyObject_GetAttr(entry, s_not_flat), *one = PyLong_FromLong(1);
@@ -2116,7 +2276,7 @@ static PyObject *gk_bundle_hit(GuardKey *self, PyObject *grid, PyObject *const *
     }
     result = Py_NewRef(Py_None);
 out:
-    Py_XDECREF(key); Py_XDECREF(entry); Py_XDECREF(stream); Py_XDECREF(flat); Py_XDECREF(function); Py_XDECREF(st);
+    Py_XDECREF(key); Py_XDECREF(entry); Py_XDECREF(stream); Py_XDECREF(parts); Py_XDECREF(st);
     release(values, self->n);
     if (values != stack) PyMem_Free(values);
     return result;
@@ -2332,6 +2492,8 @@ static int gk_clear(PyObject *op) {
     Py_CLEAR(self->jit); Py_CLEAR(self->runtime); Py_CLEAR(self->entries); Py_CLEAR(self->stream);
     Py_CLEAR(self->hook_chain); Py_CLEAR(self->check_globals); Py_CLEAR(self->grid3); Py_CLEAR(self->names);
     Py_CLEAR(self->last); Py_CLEAR(self->last_call); Py_CLEAR(self->device);
+    PyMem_Free(self->last_items);  /* borrowed items: freed with the key, NULL from here on */
+    self->last_items = NULL;
     Py_CLEAR(self->general); Py_CLEAR(self->keywords); Py_CLEAR(self->defaults); Py_CLEAR(self->never_class);
     Py_CLEAR(self->kname);
     return 0;
@@ -2434,7 +2596,11 @@ static PyObject *gk_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     self->never = -1;
     self->entries = entries == Py_None ? NULL : Py_NewRef(entries);
     if (gk_set_heads(self, heads) < 0) goto error;
-    if (!(self->params = PyMem_Calloc(n ? n : 1, sizeof(gk_param)))) { PyErr_NoMemory(); goto error; }
+    if (!(self->params = PyMem_Calloc(n ? n : 1, sizeof(gk_param)))
+            || !(self->last_items = PyMem_Calloc(nheads + 2 * n, sizeof(PyObject *)))) {
+        PyErr_NoMemory();
+        goto error;
+    }
     self->n = n;
     for (Py_ssize_t i = 0; i < n; i++) {  /* (mode, specialize, align, out, table) */
         PyObject *t = PyTuple_GetItem(params, i);
@@ -2703,12 +2869,16 @@ static int exec_module(PyObject *m) {
             || !(s_stages = PyUnicode_InternFromString("add_stages_inspection_hook"))
             || !(s_used_globals = PyUnicode_InternFromString("used_global_vals"))
             || !(s_launch_failed = PyUnicode_InternFromString("_launch_failed"))
-            || !(s_adjusts = PyUnicode_InternFromString("adjusts")) || !(s_flat = PyUnicode_InternFromString("flat"))
-            || !(s_function = PyUnicode_InternFromString("function"))
-            || !(s_stream = PyUnicode_InternFromString("stream"))
+            || !(s_parts = PyUnicode_InternFromString("parts"))
             || !(s_not_flat = PyUnicode_InternFromString("not_flat")))
         return -1;
-    if (!(s_dict = PyUnicode_InternFromString("__dict__"))) return -1;
+    if (!(s_dict = PyUnicode_InternFromString("__dict__")) || !(s_mro = PyUnicode_InternFromString("__mro__"))) return -1;
+    PyObject *join = PyObject_GetAttrString((PyObject *)&PyUnicode_Type, "join");
+    PyObject *real = PyObject_GetAttrString((PyObject *)&PyLong_Type, "real");
+    method_descr_type = join ? Py_TYPE(join) : NULL;  /* static types: never freed */
+    getset_descr_type = real ? Py_TYPE(real) : NULL;
+    Py_XDECREF(join); Py_XDECREF(real);
+    if (!join || !real) return -1;
     PyObject *types = PyImport_ImportModule("types");
     s_method_type = types ? PyObject_GetAttrString(types, "MethodType") : NULL;
     Py_XDECREF(types);

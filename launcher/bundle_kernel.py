@@ -185,7 +185,7 @@ def _stream_of(stream):
 class _Entry:
     """What a specialization key chose: the launcher, CUfunction and fills of one variant on one device."""
 
-    __slots__ = ("kernel", "variant", "run", "direct", "flat", "function", "metadata", "fills", "arrays", "adjusts",
+    __slots__ = ("kernel", "variant", "run", "direct", "flat", "function", "metadata", "fills", "arrays", "parts",
                  "stream")
 
     def __init__(self, kernel, variant, run, function, fills, arrays, stream):
@@ -198,8 +198,10 @@ class _Entry:
         self.metadata = variant.spec.packed_metadata
         self.fills = fills  # ((index, value), ...) for the arguments the call did not pass
         self.arrays = arrays  # indices of arguments holding __cuda_array_interface__ objects
-        self.adjusts = bool(fills or arrays)
         self.stream = stream
+        # what a call whose arguments need no adjusting (fills, device arrays) launches with, read
+        # at once by the generated call and the C call (GuardKey.set_bundle_call); None where they do
+        self.parts = None if fills or arrays else (self.flat, function, stream)
 
     def not_flat(self, result, gx, gy, gz, stream, *args):
         """After the C launch (flat) did not launch: it declined (False), so the direct launch

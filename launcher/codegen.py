@@ -499,12 +499,13 @@ def launch(_launcher_grid, /, {signature}):
     else:
         _launcher_g0, _launcher_g1, _launcher_g2 = _launcher_entry.grid3(_launcher_grid, ({names}))
     _launcher_s = _launcher_entry.stream() if {stream} is None else _launcher_stream_of({stream})
-    if _launcher_entry.adjusts:
+    _launcher_parts = _launcher_entry.parts
+    if _launcher_parts is None:  # the arguments need adjusting
         _launcher_entry.run(_launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, _launcher_entry.function,
                             _launcher_entry.metadata, None, None, None, *_launcher_entry.complete(({names})))
     else:  # None: launched in C
-        _launcher_st = _launcher_entry.flat(_launcher_entry.function, _launcher_s,
-                                            (_launcher_g0, _launcher_g1, _launcher_g2), {passed})
+        _launcher_st = _launcher_parts[0](_launcher_parts[1], _launcher_s,
+                                          (_launcher_g0, _launcher_g1, _launcher_g2), {passed})
         if _launcher_st is not None:
             _launcher_entry.not_flat(_launcher_st, _launcher_g0, _launcher_g1, _launcher_g2, _launcher_s, {passed})
 '''

@@ -253,20 +253,25 @@ def test_tuples_are_keyed_item_by_item_and_equal_keys_choose_alike(tuples, monke
 _TUPLE_KEYS = {}
 
 
+def _entry(**fields):
+    """A stand-in for a bundle's entry (bundle_kernel._Entry) that adjusts no argument: its parts
+    are its flat launch, function and stream getter."""
+    import types
+
+    return types.SimpleNamespace(parts=(fields["flat"], fields["function"], fields["stream"]), **fields)
+
+
 def test_a_hit_launches_torch_tensors_as_the_addresses_its_key_read(tuples, monkeypatch):
     """Torch tensors passed where every variant takes a pointer reach the launch as the
     data_ptr() their key read; tuples and every other argument as passed (the flat launch reads
     the addresses inside tuples)."""
-    import types
-
     fresh, keys, _, _ = recording_call(tuples, monkeypatch, True)
     out, x, y = FakeTensor(A, tl.float32), FakeTensor(U, tl.float32), FakeTensor(A + 64, tl.float32)
     call = (out, (x, 7, 3), ((y, 4), (5, 0.5)), 2, 1.5)
     fresh[(1,)](*call)  # the slow path records the key
     launched = []
-    fresh._cache[keys[0]] = types.SimpleNamespace(adjusts=False, function=9, stream=lambda: 0,
-                                                  flat=lambda *a: launched.append(a),  # None: launched
-                                                  grid3=lambda grid, args: (1, 1, 1))
+    fresh._cache[keys[0]] = _entry(function=9, stream=lambda: 0, flat=lambda *a: launched.append(a),  # None: launched
+                                   grid3=lambda grid, args: (1, 1, 1))
     fresh[(1,)](*call)
     fresh[(1, 2, 3)](*call[:3], k=2, scale=1.5)
     fresh[lambda meta: (1,)](*call)  # a grid to evaluate: the generated call's path, which launches alike
@@ -281,8 +286,6 @@ def test_the_c_call_launches_a_plain_hit_and_leaves_the_rest_to_the_generated_ca
     flat launch that does not launch goes to the entry's not_flat with the grid as three ints);
     an entry that adjusts the arguments, launch options, stream=, a surplus positional argument and
     a grid to evaluate go, as they came, to the generated call."""
-    import types
-
     fresh, keys, _, _ = recording_call(tuples, monkeypatch, True)
     out, x, y = FakeTensor(A, tl.float32), FakeTensor(U, tl.float32), FakeTensor(A + 64, tl.float32)
     call = (out, (x, 7, 3), ((y, 4), (5, 0.5)), 2, 1.5)
@@ -290,8 +293,8 @@ def test_the_c_call_launches_a_plain_hit_and_leaves_the_rest_to_the_generated_ca
     assert len(keys) == 1
     flat, not_flat, ran = [], [], []
     answer = [None]
-    entry = fresh._cache[keys[0]] = types.SimpleNamespace(
-        adjusts=False, function=9, stream=lambda: 5, flat=lambda *a: flat.append(a) or answer[0],
+    entry = fresh._cache[keys[0]] = _entry(
+        function=9, stream=lambda: 5, flat=lambda *a: flat.append(a) or answer[0],
         not_flat=lambda *a: not_flat.append(a), grid3=lambda grid, args: (1, 1, 1),
         run=lambda *a: ran.append(a), metadata=(), complete=lambda args: args)
     fresh[(2, 3)](*call)
@@ -300,10 +303,10 @@ def test_the_c_call_launches_a_plain_hit_and_leaves_the_rest_to_the_generated_ca
     fresh[(2, 3)](*call)
     assert not_flat == [(False, 2, 3, 1, 5, A, *call[1:])]
     answer[0] = None
-    entry.adjusts = True  # fills or device arrays: the generated call completes the arguments
+    parts, entry.parts = entry.parts, None  # fills or device arrays: the generated call completes the arguments
     fresh[(2,)](*call)
     assert len(flat) == 2 and len(ran) == 1 and len(keys) == 1
-    entry.adjusts = False
+    entry.parts = parts
     fresh[(2,)](*call, num_warps=4)  # options: the generated call's slow path, with them
     assert len(keys) == 2 and keys[-1] is None and len(flat) == 2
     fresh[(2,)](*call, stream=None)  # stream=None is the current stream: the generated call launches it
@@ -318,16 +321,14 @@ def test_the_last_calls_entry_serves_only_its_own_key_and_release_forgets_it(tup
     """The generated call remembers the last (key, entry) it looked up: a call of another key looks
     its own up (or takes the slow path), and release() (which unloads the modules) forgets the pair,
     so the next call takes the slow path, not the released entry."""
-    import types
-
     fresh, keys, _, _ = recording_call(tuples, monkeypatch, True)
     out, x, y = FakeTensor(A, tl.float32), FakeTensor(U, tl.float32), FakeTensor(A + 64, tl.float32)
     calls = [(out, (x, 7, 3), ((y, 4), (5, 0.5)), 2, 1.5), (out, (y, 7, 3), ((y, 4), (5, 0.5)), 2, 1.5)]
     launched = []
     for function, call in enumerate(calls):
         fresh[(1,)](*call)  # the slow path records the key
-        fresh._cache[keys[-1]] = types.SimpleNamespace(adjusts=False, function=function, stream=lambda: 0,
-                                                       flat=lambda f, *a: launched.append(f))  # None: launched
+        fresh._cache[keys[-1]] = _entry(function=function, stream=lambda: 0,
+                                        flat=lambda f, *a: launched.append(f))  # None: launched
     assert len(keys) == 2 and keys[0] != keys[1]
     for _ in range(2):
         for call in calls + calls[::-1]:

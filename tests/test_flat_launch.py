@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import fuzz_signatures as F
 from launcher import CudaLauncher, codegen, driver
+from launcher import _call
 from launcher._call import FlatLaunch
 from launcher.spec import HEADER_FORMAT, HEADER_SIZE
 
@@ -249,3 +250,36 @@ def test_a_hot_launcher_without_hooks_launches_in_one_c_call(kernel, data):
     finally:
         shape.namespace["c_launch"] = saved
         shape.code.pop("launch", None)
+
+
+def test_torch_tensors_pack_their_data_ptr_their_subclasses_their_own():
+    """A torch.Tensor packs its data_ptr() (read through TensorBase's C function once a guard has
+    named torch.Tensor its tensor class: cdefs/call.c's tensor reads), a subclass what its own
+    data_ptr() answers, and a torch.Tensor.data_ptr set since what that answers."""
+    torch = pytest.importorskip("torch")
+    from launcher import fast_dispatch
+    from launcher.specialization import INT_KEYS
+
+    keyer = _call.GuardKey(((False, True, True, True, INT_KEYS[True, True]),), ("device",), torch.Tensor,
+                           fast_dispatch.int_key, fast_dispatch.classify, fast_dispatch.NoKey, 15)
+    x = torch.zeros(4)
+    keyer.key(0, x)  # names torch.Tensor the tensor class
+    kernel = F.Kernel("k", ("x", "n"), ("x", "n"), ("*fp32", "i32"), "ast")
+    launcher, flat, rec = _flat(kernel)
+
+    class Sub(torch.Tensor):
+        def data_ptr(self):
+            return 0x2008
+
+    def packed(value):
+        assert flat(0, 0, (1,), value, 3) is None
+        return struct.unpack("<Q", rec.calls.pop()[1][0])[0]
+
+    assert packed(x) == x.data_ptr()
+    assert packed(torch.zeros(4).as_subclass(Sub)) == 0x2008
+    try:
+        torch.Tensor.data_ptr = lambda self: 0x3000
+        assert packed(x) == 0x3000
+    finally:
+        del torch.Tensor.data_ptr
+    assert packed(x) == x.data_ptr()

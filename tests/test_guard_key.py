@@ -686,3 +686,73 @@ def test_a_tuple_is_keyed_item_by_item_in_c_as_classify_keys_it():
         k.key(*GIVEN, (1, Descriptor()), 1, 1, 1, 1)
     with pytest.raises(NoKey, match="beyond 64 bits"):
         k.find(*GIVEN, (2**70,), 1, 1, 1, 1)
+
+
+def test_each_table_answers_its_own_codes_however_often_an_int_is_asked():
+    """An int's code is its table's (int_key's memo), remembered in C by the table and the value:
+    two tables with other codes for the same values each answer theirs, in any order, whether the
+    int is small, another object of an equal value, negative or in the u64 range (not remembered)."""
+    mine = {5: "five", 2**40: "big", -3: "minus three", 2**63 + 16: "u64"}
+    theirs = {v: (v, "theirs") for v in mine}
+    k_mine = keyer(params=((False, True, True, False, mine),))
+    k_theirs = keyer(params=((False, True, True, False, theirs),))
+    for _ in range(3):
+        for v in mine:
+            same_value = int(str(v))  # another object, for ints Python does not cache
+            assert k_mine.key(*GIVEN, same_value)[0][3] == mine[v]
+            assert k_theirs.key(*GIVEN, v)[0][3] == theirs[v]
+            assert k_mine.key(*GIVEN, v)[0][3] == mine[v]
+    shared = keyer(params=((False, True, True, False, INT_KEYS[True, True]),))
+    for v in (5, 2**40, -3, 2**63 + 16, 987_654_321):
+        assert shared.key(*GIVEN, v)[0][3] == int_key(v)
+        assert shared.key(*GIVEN, v)[0][3] == int_key(v)
+
+
+def test_the_last_key_is_taken_for_equal_items_that_are_other_objects():
+    """The remembered key is compared by identity first, then by ==, as a dict compares keys:
+    a constexpr passed again as another equal object takes the same entry; an unequal one does not."""
+    entries = {}
+    k = keyer(entries=entries)
+    x = Tensor(0x1000)
+    key = k.key(*GIVEN, x, 3, 7, 9, 2**40)[0]
+    entries[key] = "entry"
+    assert k.find(*GIVEN, x, 3, 7, 9, int(str(2**40)))[0] == "entry"
+    assert k.find(*GIVEN, x, 3, 7, 9, int(str(2**40)))[0] == "entry"
+    assert k.find(*GIVEN, x, 3, 7, 9, 2**40 + 1)[0] is None
+    assert k.find(*GIVEN, x, 3, 7, 9, 2**40)[0] == "entry"
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def test_torch_tensors_are_read_as_their_class_defines_dtype_and_data_ptr():
+    """A torch.Tensor's dtype and data_ptr() are read through TensorBase's own C functions while
+    torch.Tensor finds TensorBase's descriptors; an attribute set on torch.Tensor since is read as
+    Python reads it, and the direct reads come back once it is gone. A subclass is read as Python
+    reads it (its own data_ptr), here as a tuple item (classify keys it)."""
+    torch = _torch()
+    k = keyer(tensor=torch.Tensor, params=((False, True, True, True, INT_KEYS[True, True]),))
+    x, y = torch.zeros(4), torch.zeros(4, dtype=torch.float16)
+    key, value = k.key(*GIVEN, x)
+    assert key[3:] == (torch.float32, x.data_ptr() & DIVISIBILITY_MASK == 0) and value == x.data_ptr()
+    assert k.key(*GIVEN, (x, y))[0][3] == ((torch.float32, x.data_ptr() & 15 == 0), (torch.float16, y.data_ptr() & 15 == 0))
+    assert "data_ptr" not in vars(torch.Tensor) and "dtype" not in vars(torch.Tensor)
+    try:
+        torch.Tensor.data_ptr = lambda self: 0x1008
+        torch.Tensor.dtype = property(lambda self: "patched")
+        key, value = k.key(*GIVEN, x)
+        assert key[3:] == ("patched", False) and value == 0x1008
+        assert k.key(*GIVEN, (x,))[0][3] == (("patched", False),)
+    finally:
+        del torch.Tensor.data_ptr, torch.Tensor.dtype
+    key, value = k.key(*GIVEN, x)
+    assert key[3] is torch.float32 and value == x.data_ptr()
+
+    class Sub(torch.Tensor):
+        def data_ptr(self):
+            return 0x2008
+
+    s = torch.zeros(4).as_subclass(Sub)
+    item = classify(s, True, True, torch.Tensor)
+    assert k.key(*GIVEN, (s,))[0][3] == (item,) and item[-1] == ""  # not on 16 bytes: 0x2008, its own data_ptr
