@@ -133,47 +133,42 @@ static PyObject *call_with(PyObject *fn, PyObject *first, PyObject *const *args,
  *
  * t_dtype(r, v) is v.dtype and t_data_ptr(r, v) is v.data_ptr(), where r is what t_for() answered
  * for v's class in this call (NULL: v is read as Python reads it).  Where the tensor class a
- * guard or a check names (torch.Tensor) looks both names up in the generic way (no
- * __getattribute__ of its own) and finds them in an immutable base type's slots (torch's
+ * guard or a check names (torch.Tensor) looks attributes up in the generic way (no
+ * __getattribute__ of its own) and finds both names in one immutable base type's slots (torch's
  * TensorBase: its tp_getset's "dtype" getter, its tp_methods' METH_NOARGS "data_ptr"), r is not
- * NULL for that class while it still finds those very descriptors (asked once per call: a
- * torch.Tensor.data_ptr set since is read as Python reads it), and for an instance of exactly
- * that class the base's C functions are called directly: what the descriptors call, less the
- * attribute lookup and the call's frames (about half of a tensor's cost in a hit).  One
- * difference from Python remains: an attribute set on one tensor object (t.data_ptr = f) is not
- * read, its class's is.  Errors are what the functions raise.  The first class found to qualify
- * is the one served for the life of the process (there is one torch.Tensor). */
+ * NULL for that class while its lookup of an instance's attribute still ends there: its MRO is
+ * the one seen then and no class before the base in it holds either name (asked once per call:
+ * a torch.Tensor.data_ptr set since is read as Python reads it).  For an instance of exactly
+ * that class the base's C functions are then called directly: what the descriptors call, less
+ * the lookup and the call's frames (about half of a tensor's cost in a hit).  One difference
+ * from Python remains: an attribute set on one tensor object (t.data_ptr = f) is not read, its
+ * class's is.  Errors are what the functions raise.  The first class found to qualify is the
+ * one served for the life of the process (there is one torch.Tensor). */
 typedef struct {
-    PyObject *cls, *dtype_desc, *ptr_desc, *tried;  /* held for the life of the module */
+    PyObject *cls, *mro, *before, *tried;  /* held for the life of the module; before: cls's MRO up to the base */
     getter dtype_get; void *dtype_closure;
     PyCFunction ptr_fn;
 } tensor_reads_t;
 static tensor_reads_t t_reads;
 static PyTypeObject *method_descr_type, *getset_descr_type;  /* type(str.join), type(int.real) */
-static PyObject *s_dict, *s_mro;
+static PyObject *s_dict, *s_mro, *s_objclass;
 
-/* The descriptor an immutable base in cls's MRO holds for name (a new reference, *base_out that
- * base, borrowed), where that is the one cls's lookup finds and its type is `type`; else NULL. */
-static PyObject *t_base_descr(PyObject *cls, PyObject *name, PyTypeObject *type, PyObject **base_out) {
-    PyObject *found = PyObject_GetAttr(cls, name), *mro = found ? PyObject_GetAttr(cls, s_mro) : NULL;
-    PyObject *result = NULL;
-    for (Py_ssize_t i = 0; mro && PyTuple_Check(mro) && i < PyTuple_Size(mro); i++) {
+/* The index in mro of the class whose __dict__ holds name first, where that is an immutable
+ * type whose descriptor of it has type `type` and was made for it (__objclass__); else -1. */
+static Py_ssize_t t_base_of(PyObject *mro, PyObject *name, PyTypeObject *type) {
+    for (Py_ssize_t i = 0; i < PyTuple_Size(mro); i++) {
         PyObject *base = PyTuple_GetItem(mro, i), *dict = PyObject_GetAttr(base, s_dict);
         PyObject *d = dict ? PyObject_GetItem(dict, name) : NULL;
         Py_XDECREF(dict);
         if (!d) { PyErr_Clear(); continue; }
-        if (d == found && Py_TYPE(d) == type && PyType_Check(base)
-                && (PyType_GetFlags((PyTypeObject *)base) & (1UL << 8))) {  /* Py_TPFLAGS_IMMUTABLETYPE */
-            result = d;
-            *base_out = base;
-        } else {
-            Py_DECREF(d);
-        }
-        break;
+        PyObject *owner = PyObject_GetAttr(d, s_objclass);
+        int ok = Py_TYPE(d) == type && owner == base && PyType_Check(base)
+                 && (PyType_GetFlags((PyTypeObject *)base) & (1UL << 8));  /* Py_TPFLAGS_IMMUTABLETYPE */
+        PyErr_Clear();
+        Py_XDECREF(owner); Py_DECREF(d);
+        return ok ? i : -1;
     }
-    PyErr_Clear();
-    Py_XDECREF(mro); Py_XDECREF(found);
-    return result;
+    return -1;
 }
 
 static int t_generic(PyObject *cls) {
@@ -184,45 +179,56 @@ static int t_generic(PyObject *cls) {
 static void t_setup(PyObject *cls) {
     replace_ref(&t_reads.tried, Py_NewRef(cls));  /* asked once, unless another class is asked for */
     if (t_reads.cls || !PyType_Check(cls) || !method_descr_type || !getset_descr_type || !t_generic(cls)) return;
-    PyObject *dbase = NULL, *pbase = NULL;
-    PyObject *dd = t_base_descr(cls, s_dtype, getset_descr_type, &dbase);
-    PyObject *pd = dd ? t_base_descr(cls, s_data_ptr, method_descr_type, &pbase) : NULL;
-    getter get = NULL; void *closure = NULL; PyCFunction fn = NULL;
-    if (pd) {  /* the first def of each name: the one the immutable type's dict was filled from */
-        for (PyGetSetDef *gs = PyType_GetSlot((PyTypeObject *)dbase, Py_tp_getset); gs && gs->name; gs++)
-            if (!strcmp(gs->name, "dtype")) { get = gs->get; closure = gs->closure; break; }
-        for (PyMethodDef *m = PyType_GetSlot((PyTypeObject *)pbase, Py_tp_methods); m && m->ml_name; m++)
-            if (!strcmp(m->ml_name, "data_ptr")) {
-                if ((m->ml_flags & ~METH_COEXIST) == METH_NOARGS) fn = m->ml_meth;
-                break;
-            }
+    PyObject *mro = PyObject_GetAttr(cls, s_mro), *before = NULL;
+    Py_ssize_t at = mro && PyTuple_Check(mro) ? t_base_of(mro, s_dtype, getset_descr_type) : -1;
+    if (at < 0 || t_base_of(mro, s_data_ptr, method_descr_type) != at || !(before = PyTuple_GetSlice(mro, 0, at))) {
+        PyErr_Clear();
+        Py_XDECREF(mro);
+        return;
     }
+    PyTypeObject *base = (PyTypeObject *)PyTuple_GetItem(mro, at);
+    getter get = NULL; void *closure = NULL; PyCFunction fn = NULL;
+    /* the first def of each name: the one the immutable type's dict was filled from */
+    for (PyGetSetDef *gs = PyType_GetSlot(base, Py_tp_getset); gs && gs->name; gs++)
+        if (!strcmp(gs->name, "dtype")) { get = gs->get; closure = gs->closure; break; }
+    for (PyMethodDef *m = PyType_GetSlot(base, Py_tp_methods); m && m->ml_name; m++)
+        if (!strcmp(m->ml_name, "data_ptr")) {
+            if ((m->ml_flags & ~METH_COEXIST) == METH_NOARGS) fn = m->ml_meth;
+            break;
+        }
     PyErr_Clear();
-    if (!get || !fn) { Py_XDECREF(dd); Py_XDECREF(pd); return; }
-    t_reads.dtype_desc = dd; t_reads.ptr_desc = pd;  /* no Python code runs from here on */
+    if (!get || !fn || t_reads.cls) { Py_DECREF(mro); Py_DECREF(before); return; }  /* t_reads.cls: set meanwhile */
+    t_reads.mro = mro; t_reads.before = before;  /* no Python code runs from here on */
     t_reads.dtype_get = get; t_reads.dtype_closure = closure; t_reads.ptr_fn = fn;
     t_reads.cls = Py_NewRef(cls);
 }
 
-/* Whether cls still finds `desc` for name. */
-static int t_finds(PyObject *cls, PyObject *name, PyObject *desc) {
-    PyObject *now = PyObject_GetAttr(cls, name);
-    if (!now) PyErr_Clear();
-    Py_XDECREF(now);
-    return now == desc;
+/* Whether an instance's lookup of dtype and data_ptr in the served class still ends in the base:
+ * the same MRO, and no class before the base holding either name. */
+static int t_current(PyObject *cls) {
+    if (!t_generic(cls)) return 0;
+    PyObject *mro = PyObject_GetAttr(cls, s_mro);
+    int ok = mro == t_reads.mro;
+    Py_XDECREF(mro);
+    for (Py_ssize_t i = 0; ok && i < PyTuple_Size(t_reads.before); i++) {
+        PyObject *dict = PyObject_GetAttr(PyTuple_GetItem(t_reads.before, i), s_dict);
+        ok = dict && PySequence_Contains(dict, s_dtype) == 0 && PySequence_Contains(dict, s_data_ptr) == 0;
+        Py_XDECREF(dict);
+    }
+    PyErr_Clear();
+    return ok;
 }
 
 /* One call's reads: t_for(tc, cls) asks once per call (tc starts {NULL, NULL}) whether the class
- * is served, and still finds what it found (setup: whether a class a guard or a check names as
- * its tensor class is tried, where none is served yet). */
+ * is served, and its lookup still ends in the base (setup: whether a class a guard or a check
+ * names as its tensor class is tried, where none is served yet). */
 typedef struct { PyObject *cls; const tensor_reads_t *r; } t_call;
 
 static const tensor_reads_t *t_for(t_call *tc, PyObject *cls, int setup) {
     if (tc->cls == cls) return tc->r;
     if (setup && !t_reads.cls && cls != t_reads.tried) t_setup(cls);
     tc->cls = cls;
-    tc->r = cls == t_reads.cls && t_generic(cls) && t_finds(cls, s_dtype, t_reads.dtype_desc)
-            && t_finds(cls, s_data_ptr, t_reads.ptr_desc) ? &t_reads : NULL;
+    tc->r = cls == t_reads.cls && t_current(cls) ? &t_reads : NULL;
     return tc->r;
 }
 
@@ -2872,7 +2878,9 @@ static int exec_module(PyObject *m) {
             || !(s_parts = PyUnicode_InternFromString("parts"))
             || !(s_not_flat = PyUnicode_InternFromString("not_flat")))
         return -1;
-    if (!(s_dict = PyUnicode_InternFromString("__dict__")) || !(s_mro = PyUnicode_InternFromString("__mro__"))) return -1;
+    if (!(s_dict = PyUnicode_InternFromString("__dict__")) || !(s_mro = PyUnicode_InternFromString("__mro__"))
+            || !(s_objclass = PyUnicode_InternFromString("__objclass__")))
+        return -1;
     PyObject *join = PyObject_GetAttrString((PyObject *)&PyUnicode_Type, "join");
     PyObject *real = PyObject_GetAttrString((PyObject *)&PyLong_Type, "real");
     method_descr_type = join ? Py_TYPE(join) : NULL;  /* static types: never freed */

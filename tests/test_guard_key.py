@@ -749,6 +749,21 @@ def test_torch_tensors_are_read_as_their_class_defines_dtype_and_data_ptr():
     key, value = k.key(*GIVEN, x)
     assert key[3] is torch.float32 and value == x.data_ptr()
 
+    class Passthrough:  # hands the class TensorBase's own descriptor, an instance something else
+        def __init__(self, descriptor):
+            self.descriptor = descriptor
+
+        def __get__(self, obj, owner=None):
+            return self.descriptor if obj is None else (lambda: 0x4008)
+
+    try:
+        torch.Tensor.data_ptr = Passthrough(vars(torch._C.TensorBase)["data_ptr"])
+        assert torch.Tensor.data_ptr is vars(torch._C.TensorBase)["data_ptr"] and x.data_ptr() == 0x4008
+        assert k.key(*GIVEN, x)[1] == 0x4008
+    finally:
+        del torch.Tensor.data_ptr
+    assert k.key(*GIVEN, x)[1] == x.data_ptr()
+
     class Sub(torch.Tensor):
         def data_ptr(self):
             return 0x2008
