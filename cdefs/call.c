@@ -1658,6 +1658,22 @@ static int gk_aligned(PyObject *p, unsigned long long mask) {
     return t < 0 ? -1 : !t;
 }
 
+/* A tensor's part of a key, the one rule for arguments and tuple items alike: *dtype, *ptr
+ * (data_ptr()'s answer: the launch value) and *aligned (True where data_ptr() & mask is 0 and the
+ * parameter is specialized with alignment, False where it is not aligned or specialized without
+ * alignment, None where it is not specialized), all new references; 0, or -1 with an error and
+ * none set. */
+static int gk_tensor(GuardKey *self, PyObject *v, int specialize, int align, t_call *tc,
+                     PyObject **dtype, PyObject **ptr, PyObject **aligned) {
+    const tensor_reads_t *reads = t_for(tc, self->tensor, 1);
+    if (!(*dtype = t_dtype(reads, v))) return -1;
+    if (!(*ptr = t_data_ptr(reads, v))) { Py_CLEAR(*dtype); return -1; }
+    int r = specialize && align ? gk_aligned(*ptr, self->mask) : 0;
+    if (r < 0) { Py_CLEAR(*dtype); Py_CLEAR(*ptr); return -1; }
+    *aligned = Py_NewRef(r ? Py_True : specialize ? Py_False : Py_None);
+    return 0;
+}
+
 #define GK_TUPLE_DEPTH 32  /* tuples nested deeper are keyed by classify */
 
 /* An exact int's code in `table` (one of specialization.INT_KEYS: int_key's memo of its codes):
@@ -1700,12 +1716,11 @@ static PyObject *table_code(PyObject *table, PyObject *a) {
 static PyObject *gk_item_key(GuardKey *self, const gk_param *p, PyObject *v, int depth, t_call *tc) {
     PyTypeObject *cls = Py_TYPE(v);
     PyObject *k;
-    if ((PyObject *)cls == self->tensor) {
-        const tensor_reads_t *reads = t_for(tc, self->tensor, 1);
-        PyObject *dtype = t_dtype(reads, v), *ptr = dtype ? t_data_ptr(reads, v) : NULL;
-        int r = ptr ? gk_aligned(ptr, self->mask) : -1;
-        k = r < 0 ? NULL : PyTuple_Pack(2, dtype, r ? Py_True : Py_False);
-        Py_XDECREF(dtype); Py_XDECREF(ptr);
+    if ((PyObject *)cls == self->tensor) {  /* an item is specialized fully */
+        PyObject *dtype, *ptr, *aligned;
+        if (gk_tensor(self, v, 1, 1, tc, &dtype, &ptr, &aligned) < 0) return NULL;
+        k = PyTuple_Pack(2, dtype, aligned);
+        Py_DECREF(dtype); Py_DECREF(ptr); Py_DECREF(aligned);
         return k;
     }
     if (PyLong_CheckExact(v)) {
@@ -1758,16 +1773,7 @@ static int gk_items(GuardKey *self, PyObject *const *heads, PyObject *const *arg
         } else if (p->mode == GK_BY_VALUE) {
             if (!(k = PyObject_CallFunctionObjArgs(p->table, a, NULL))) goto error;
         } else if ((PyObject *)cls == self->tensor) {
-            const tensor_reads_t *reads = t_for(&tc, self->tensor, 1);
-            if (!(k = t_dtype(reads, a))) goto error;
-            if (!(values[i] = t_data_ptr(reads, a))) { Py_DECREF(k); goto error; }
-            if (p->specialize && p->align) {
-                int r = gk_aligned(values[i], self->mask);
-                if (r < 0) { Py_DECREF(k); goto error; }
-                d = Py_NewRef(r ? Py_True : Py_False);
-            } else {
-                d = Py_NewRef(p->specialize ? Py_False : Py_None);
-            }
+            if (gk_tensor(self, a, p->specialize, p->align, &tc, &k, &values[i], &d) < 0) goto error;
         } else if (PyLong_CheckExact(a)) {
             if (!(k = table_code(p->table, a))) {  /* new to the table: int_key (NoKey beyond 64 bits) */
                 if (PyErr_Occurred()) goto error;
