@@ -145,7 +145,9 @@ static PyObject *call_with(PyObject *fn, PyObject *first, PyObject *const *args,
  * class's is.  Errors are what the functions raise.  The first class found to qualify is the
  * one served for the life of the process (there is one torch.Tensor). */
 typedef struct {
-    PyObject *cls, *mro, *before, *tried;  /* held for the life of the module; before: cls's MRO up to the base */
+    PyObject *cls, *mro, *before, *tried;  /* held for the life of the module; before: the __dict__ (a
+                                            * mappingproxy of the type's own dict, which a type keeps for
+                                            * life) of each class in cls's MRO before the base */
     getter dtype_get; void *dtype_closure;
     PyCFunction ptr_fn;
 } tensor_reads_t;
@@ -181,10 +183,18 @@ static void t_setup(PyObject *cls) {
     if (t_reads.cls || !PyType_Check(cls) || !method_descr_type || !getset_descr_type || !t_generic(cls)) return;
     PyObject *mro = PyObject_GetAttr(cls, s_mro), *before = NULL;
     Py_ssize_t at = mro && PyTuple_Check(mro) ? t_base_of(mro, s_dtype, getset_descr_type) : -1;
-    if (at < 0 || t_base_of(mro, s_data_ptr, method_descr_type) != at || !(before = PyTuple_GetSlice(mro, 0, at))) {
+    if (at < 0 || t_base_of(mro, s_data_ptr, method_descr_type) != at || !(before = PyTuple_New(at))) {
         PyErr_Clear();
         Py_XDECREF(mro);
         return;
+    }
+    for (Py_ssize_t i = 0; i < at; i++) {
+        PyObject *dict = PyObject_GetAttr(PyTuple_GetItem(mro, i), s_dict);
+        if (!dict || Py_TYPE(dict) != &PyDictProxy_Type) {  /* a metaclass's __dict__ of its own: not served */
+            PyErr_Clear(); Py_XDECREF(dict); Py_DECREF(mro); Py_DECREF(before);
+            return;
+        }
+        PyTuple_SetItem(before, i, dict);
     }
     PyTypeObject *base = (PyTypeObject *)PyTuple_GetItem(mro, at);
     getter get = NULL; void *closure = NULL; PyCFunction fn = NULL;
@@ -211,9 +221,8 @@ static int t_current(PyObject *cls) {
     int ok = mro == t_reads.mro;
     Py_XDECREF(mro);
     for (Py_ssize_t i = 0; ok && i < PyTuple_Size(t_reads.before); i++) {
-        PyObject *dict = PyObject_GetAttr(PyTuple_GetItem(t_reads.before, i), s_dict);
-        ok = dict && PySequence_Contains(dict, s_dtype) == 0 && PySequence_Contains(dict, s_data_ptr) == 0;
-        Py_XDECREF(dict);
+        PyObject *dict = PyTuple_GetItem(t_reads.before, i);
+        ok = PySequence_Contains(dict, s_dtype) == 0 && PySequence_Contains(dict, s_data_ptr) == 0;
     }
     PyErr_Clear();
     return ok;
