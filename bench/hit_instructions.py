@@ -1,0 +1,131 @@
+"""Instructions per guard hit, counted on the CPU (no GPU): what docs/performance.md quotes as
+"the CPU harness". Needs valgrind, torch (CPU build) and Triton.
+
+    python bench/hit_instructions.py [--case add|mixed19|args64] [--hits 2000 12000] [--python PY]
+
+A hit is `kernel[grid](...)` with the fast dispatch on, as users write it, where Triton's driver
+is tests/cpu_triton's (compiles for sm_90 on the CPU) and every launch is launcher's dry run: the
+key, lookup, checks and packing are the real ones, the driver call is not made (its place is
+taken by the dry run's copy of the bytes). The count is callgrind's total over a process that
+makes N hits after three warm-up calls; the difference of two N divided by their difference is
+what one more hit costs, without the process's start-up. Instruction counts are stable from run
+to run (unlike time on a shared machine), so they show what a change to the hit's code did
+before the GPU can time it; they are not launch latency (no driver, no GIL hand-over, no cache
+misses counted as time).
+
+Cases: add (vector add: three torch tensors, an int, BLOCK=1024 by keyword), mixed19 (five
+tensors, five small ints, four 2**40 ints, five floats), args64 (a tensor and 63 ints).
+`--profile DIR` keeps the callgrind files (callgrind_annotate reads them).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _workload(case: str, hits: int) -> None:
+    import operator
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import torch
+    import triton
+    import triton.language as tl
+
+    import cpu_triton
+    from launcher import fast_dispatch
+    from launcher.bench.kernels import args64, mixed19
+
+    @triton.jit
+    def add(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+    class Quiet(cpu_triton.CpuDriver):
+        """cpu_triton's driver whose launcher records nothing: launcher's CudaLauncher, dry run."""
+
+        def launcher_cls(self, src, metadata):
+            from launcher import CudaLauncher
+
+            real = CudaLauncher(src, metadata)
+
+            def launch(gx, gy, gz, stream, function, kernel_metadata, launch_metadata, enter, exit_, *args):
+                real.dry_run(gx, gy, gz, stream, function, kernel_metadata, launch_metadata, enter, exit_, *args)
+
+            launch.checks_pointers = real.checks_pointers
+            launch._launch_failed = real._launch_failed
+            launch.flat_launch = lambda md: real.flat_launch(md, record=operator.is_)  # a dry run that keeps nothing
+            return launch
+
+    cpu_triton.CpuDriver = Quiet
+    with cpu_triton.cpu_triton(90, add, args64, mixed19):
+        fast_dispatch.enable()
+        out = torch.zeros(1024)
+        g = (1,)
+        if case == "add":
+            x, y = torch.zeros(1024), torch.zeros(1024)
+
+            def step():
+                add[g](x, y, out, 1000, BLOCK=1024)
+        elif case == "args64":
+            vals = list(range(2, 65))
+
+            def step():
+                args64[g](out, *vals)
+        else:
+            a = (*[torch.zeros(1) for _ in range(5)], 3, 5, 7, 9, 11, *[2**40 + k for k in (1, 3, 5, 7)],
+                 0.5, 1.5, 2.5, 3.5, 4.5)
+
+            def step():
+                mixed19[g](*a)
+        for _ in range(3):
+            step()
+        before = fast_dispatch.stats()
+        for _ in range(hits):
+            step()
+        after = fast_dispatch.stats()
+        print("hits", before, after, file=sys.stderr)
+
+
+def _count(python: str, case: str, hits: int, out: str) -> int:
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")  # no idle BLAS threads
+    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, __file__,
+                        "--run", case, str(hits)], env=env, capture_output=True, text=True)
+    m = re.search(r"Collected\s*:\s*([\d,]+)", r.stderr)
+    if r.returncode or not m:
+        sys.exit(f"callgrind failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    return int(m.group(1).replace(",", ""))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--case", default="add", choices=("add", "mixed19", "args64"))
+    ap.add_argument("--hits", type=int, nargs=2, default=(2000, 12000))
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--profile", help="keep the callgrind files in this folder")
+    ap.add_argument("--run", nargs=2, help=argparse.SUPPRESS)  # the workload itself, under valgrind
+    a = ap.parse_args(argv)
+    if a.run:
+        _workload(a.run[0], int(a.run[1]))
+        return 0
+    lo, hi = sorted(a.hits)
+    folder = a.profile or tempfile.mkdtemp()
+    os.makedirs(folder, exist_ok=True)
+    # one process first, uncounted: Triton's cache then holds the kernels, so that neither count
+    # below includes a compile (the first process would, and the difference would lose it)
+    subprocess.run([a.python, __file__, "--run", a.case, "0"], check=True, capture_output=True)
+    counts = [_count(a.python, a.case, n, os.path.join(folder, f"callgrind.{a.case}.{n}")) for n in (lo, hi)]
+    print(f"{a.case}: {(counts[1] - counts[0]) / (hi - lo):,.0f} instructions per hit "
+          f"({lo} and {hi} hits: {counts[0]:,} and {counts[1]:,})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
