@@ -8,7 +8,8 @@ is tests/cpu_triton's (compiles for sm_90 on the CPU) and every launch is launch
 key, lookup, checks and packing are the real ones, the driver call is not made (its place is
 taken by the dry run's copy of the bytes). The count is callgrind's total over a process that
 makes N hits after three warm-up calls; the difference of two N divided by their difference is
-what one more hit costs, without the process's start-up. Instruction counts are stable from run
+what one more hit costs, without the process's start-up (both processes run with one hash seed
+and BLAS threads off, and stop if a counted call was not a hit). Instruction counts are stable from run
 to run (unlike time on a shared machine), so they show what a change to the hit's code did
 before the GPU can time it; they are not launch latency (no driver, no GIL hand-over, no cache
 misses counted as time).
@@ -91,11 +92,13 @@ def _workload(case: str, hits: int) -> None:
         for _ in range(hits):
             step()
         after = fast_dispatch.stats()
-        print("hits", before, after, file=sys.stderr)
+        if after["hits"] - before["hits"] != hits or any(after[k] != before[k] for k in ("misses", "fallbacks")):
+            sys.exit(f"not every call was a hit: {before} -> {after}")  # a count of something else
 
 
 def _count(python: str, case: str, hits: int, out: str) -> int:
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")  # no idle BLAS threads
+    # no idle BLAS threads; one hash seed, so that the two processes' start-ups match
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
     r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", python, __file__,
                         "--run", case, str(hits)], env=env, capture_output=True, text=True)
     m = re.search(r"Collected\s*:\s*([\d,]+)", r.stderr)
@@ -116,12 +119,17 @@ def main(argv=None) -> int:
         _workload(a.run[0], int(a.run[1]))
         return 0
     lo, hi = sorted(a.hits)
-    folder = a.profile or tempfile.mkdtemp()
-    os.makedirs(folder, exist_ok=True)
+    if lo == hi:
+        ap.error("--hits needs two different numbers")
     # one process first, uncounted: Triton's cache then holds the kernels, so that neither count
     # below includes a compile (the first process would, and the difference would lose it)
-    subprocess.run([a.python, __file__, "--run", a.case, "0"], check=True, capture_output=True)
-    counts = [_count(a.python, a.case, n, os.path.join(folder, f"callgrind.{a.case}.{n}")) for n in (lo, hi)]
+    warm = subprocess.run([a.python, __file__, "--run", a.case, "0"], capture_output=True, text=True)
+    if warm.returncode:
+        sys.exit(f"the workload failed ({warm.returncode}):\n{warm.stderr[-3000:]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = a.profile or tmp
+        os.makedirs(folder, exist_ok=True)
+        counts = [_count(a.python, a.case, n, os.path.join(folder, f"callgrind.{a.case}.{n}")) for n in (lo, hi)]
     print(f"{a.case}: {(counts[1] - counts[0]) / (hi - lo):,.0f} instructions per hit "
           f"({lo} and {hi} hits: {counts[0]:,} and {counts[1]:,})")
     return 0

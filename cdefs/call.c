@@ -1671,7 +1671,7 @@ static int gk_aligned(PyObject *p, unsigned long long mask) {
  * (data_ptr()'s answer: the launch value) and *aligned (True where data_ptr() & mask is 0 and the
  * parameter is specialized with alignment, False where it is not aligned or specialized without
  * alignment, None where it is not specialized), all new references; 0, or -1 with an error and
- * none set. */
+ * no reference held. */
 static int gk_tensor(GuardKey *self, PyObject *v, int specialize, int align, t_call *tc,
                      PyObject **dtype, PyObject **ptr, PyObject **aligned) {
     const tensor_reads_t *reads = t_for(tc, self->tensor, 1);
