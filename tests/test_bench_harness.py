@@ -174,3 +174,21 @@ def test_twin_names_pair_ours_with_stock():
     assert N.twin(N.OURS_JIT) == N.STOCK_JIT
     assert N.twin(N.FLOOR) is None and N.twin(N.INDUCTOR) is None
     assert set(N.PATH_TEXT) == set(N.HOT_PATHS)
+
+
+@pytest.mark.parametrize("case", ["add", "mixed19", "args64"])
+def test_the_instruction_harness_workload_makes_only_guard_hits(case, tmp_path):
+    """bench/hit_instructions.py's workload (what callgrind counts; valgrind itself is not needed
+    here) runs on the CPU and stops with an error unless every counted call was a guard hit: the
+    counts docs/performance.md quotes are of hits, for each of its cases."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    script = pathlib.Path(__file__).resolve().parent.parent / "bench" / "hit_instructions.py"
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, str(script), "--run", case, "20"], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
