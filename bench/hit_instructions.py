@@ -32,41 +32,14 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _workload(case: str, hits: int) -> None:
-    import operator
-
     sys.path.insert(0, str(ROOT / "tests"))
     import torch
-    import triton
-    import triton.language as tl
 
     import cpu_triton
     from launcher import fast_dispatch
-    from launcher.bench.kernels import args64, mixed19
+    from launcher.bench.kernels import add, args64, mixed19  # the suite's kernels
 
-    @triton.jit
-    def add(x, y, out, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < n
-        tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
-
-    class Quiet(cpu_triton.CpuDriver):
-        """cpu_triton's driver whose launcher records nothing: launcher's CudaLauncher, dry run."""
-
-        def launcher_cls(self, src, metadata):
-            from launcher import CudaLauncher
-
-            real = CudaLauncher(src, metadata)
-
-            def launch(gx, gy, gz, stream, function, kernel_metadata, launch_metadata, enter, exit_, *args):
-                real.dry_run(gx, gy, gz, stream, function, kernel_metadata, launch_metadata, enter, exit_, *args)
-
-            launch.checks_pointers = real.checks_pointers
-            launch._launch_failed = real._launch_failed
-            launch.flat_launch = lambda md: real.flat_launch(md, record=operator.is_)  # a dry run that keeps nothing
-            return launch
-
-    cpu_triton.CpuDriver = Quiet
-    with cpu_triton.cpu_triton(90, add, args64, mixed19):
+    with cpu_triton.cpu_triton(90, add, args64, mixed19, quiet=True):  # launches record nothing
         fast_dispatch.enable()
         out = torch.zeros(1024)
         g = (1,)

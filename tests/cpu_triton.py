@@ -11,6 +11,7 @@ what launcher.capture records can be tested on CI.
 from __future__ import annotations
 
 import contextlib
+import operator
 import struct
 from dataclasses import dataclass
 
@@ -42,10 +43,11 @@ class _Utils:
 class CpuDriver:
     """A Triton driver for `arch` whose launches are launcher dry runs (see the module docstring)."""
 
-    def __init__(self, arch: int = 90):
+    def __init__(self, arch: int = 90, quiet: bool = False):
         from triton.backends.compiler import GPUTarget
 
         self.target = GPUTarget("cuda", arch, 32)
+        self.quiet = quiet  # launches record nothing (bench/hit_instructions.py counts a hit's own work)
         self.utils = _Utils()
         self.launches: list[Launch] = []
         self.bench = None  # what autotuners benchmark with, when they ask the driver
@@ -76,12 +78,16 @@ class CpuDriver:
 
         def launch(gx, gy, gz, stream, function, kernel_metadata, launch_metadata, enter, exit_, *args):
             params = real.dry_run(gx, gy, gz, stream, function, kernel_metadata, launch_metadata, enter, exit_, *args)
-            self.launches.append(Launch(metadata.name, real.spec, (gx, gy, gz), params))
+            if not self.quiet:
+                self.launches.append(Launch(metadata.name, real.spec, (gx, gy, gz), params))
 
         launch.checks_pointers = real.checks_pointers  # it is launcher's own launcher (a dry run of it)
         launch._launch_failed = real._launch_failed
-        launch.flat_launch = recording_flat_launch(
-            real, lambda grid, params: self.launches.append(Launch(metadata.name, real.spec, grid, params)))
+        if self.quiet:  # the C dry run, whose record call (operator.is_, a C function) keeps nothing
+            launch.flat_launch = lambda kernel_metadata: real.flat_launch(kernel_metadata, record=operator.is_)
+        else:
+            launch.flat_launch = recording_flat_launch(
+                real, lambda grid, params: self.launches.append(Launch(metadata.name, real.spec, grid, params)))
         return launch
 
 
@@ -102,13 +108,13 @@ def recording_flat_launch(real, record):
 
 
 @contextlib.contextmanager
-def cpu_triton(arch: int = 90, *jit_functions):
-    """Make `CpuDriver(arch)` Triton's active driver for the block. The JIT caches of
+def cpu_triton(arch: int = 90, *jit_functions, quiet: bool = False):
+    """Make `CpuDriver(arch, quiet)` Triton's active driver for the block. The JIT caches of
     `jit_functions` are emptied on the way out, so their kernels die while it is active."""
     import triton
     from triton.runtime.driver import driver
 
-    d = CpuDriver(arch)
+    d = CpuDriver(arch, quiet)
     old = driver._active
     driver.set_active(d)
     old_alloc = None
