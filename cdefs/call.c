@@ -1716,6 +1716,17 @@ static PyObject *table_code(PyObject *table, PyObject *a) {
     return code;
 }
 
+/* An exact int's part of a key, the one rule for arguments and tuple items alike: its code in
+ * `table` (the parameter's INT_KEYS table, the one of (specialize, align); NULL: none at hand),
+ * else int_key(v, specialize, align)'s answer, which puts the code in its table (None beyond 64
+ * bits).  A new reference, or NULL with an error. */
+static PyObject *gk_int(GuardKey *self, PyObject *table, PyObject *v, int specialize, int align) {
+    PyObject *k = table ? table_code(table, v) : NULL;
+    if (k || PyErr_Occurred()) return k;
+    return PyObject_CallFunctionObjArgs(self->int_key, v, specialize ? Py_True : Py_False, align ? Py_True : Py_False,
+                                        NULL);
+}
+
 /* The key of an item of an exact tuple argument (Triton specializes items fully), by the rule of
  * specialization.item_key (and, for what that leaves, the guard's or the bundle's classify): a `tensor` by
  * (dtype, data_ptr() & mask is 0), an exact int by int_key's code (the parameter's table where it is
@@ -1732,11 +1743,7 @@ static PyObject *gk_item_key(GuardKey *self, const gk_param *p, PyObject *v, int
         Py_DECREF(dtype); Py_DECREF(ptr); Py_DECREF(aligned);
         return k;
     }
-    if (PyLong_CheckExact(v)) {
-        if (p->specialize && p->align && (k = table_code(p->table, v))) return k;
-        if (PyErr_Occurred()) return NULL;
-        return PyObject_CallFunctionObjArgs(self->int_key, v, Py_True, Py_True, NULL);
-    }
+    if (PyLong_CheckExact(v)) return gk_int(self, p->specialize && p->align ? p->table : NULL, v, 1, 1);
     if (PyFloat_CheckExact(v) || PyBool_Check(v) || v == Py_None) return Py_NewRef((PyObject *)cls);
     if (PyTuple_CheckExact(v) && depth < GK_TUPLE_DEPTH) {
         Py_ssize_t n = PyTuple_Size(v);
@@ -1784,12 +1791,7 @@ static int gk_items(GuardKey *self, PyObject *const *heads, PyObject *const *arg
         } else if ((PyObject *)cls == self->tensor) {
             if (gk_tensor(self, a, p->specialize, p->align, &tc, &k, &values[i], &d) < 0) goto error;
         } else if (PyLong_CheckExact(a)) {
-            if (!(k = table_code(p->table, a))) {  /* new to the table: int_key (NoKey beyond 64 bits) */
-                if (PyErr_Occurred()) goto error;
-                k = PyObject_CallFunctionObjArgs(self->int_key, a, p->specialize ? Py_True : Py_False,
-                                                 p->align ? Py_True : Py_False, NULL);
-                if (!k) goto error;
-            }
+            if (!(k = gk_int(self, p->table, a, p->specialize, p->align))) goto error;
         } else if (PyFloat_CheckExact(a) || PyBool_Check(a) || a == Py_None) {
             k = Py_NewRef((PyObject *)cls);
         } else if (PyTuple_CheckExact(a)) {
