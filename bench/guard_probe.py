@@ -20,6 +20,10 @@ Rows, from the whole hit down to its parts:
   flat launch         the entry's FlatLaunch.launch with the values already read
   device + stream     the current-device and current-stream getters a hit calls
   3 data_ptr + dtype  what any path reads of the three tensors
+  L + ...             in situ: each call after one real launch (the bound launch's C call), less
+                      "L + a trivial C call": what a part costs where a hit meets it, cache misses
+                      included (Triton's getenv_bool of 3.9's fpsan knob, the knobs and hooks a hit
+                      reads, the getters, the tensors' reads, the whole C key)
 """
 from __future__ import annotations
 
@@ -83,6 +87,30 @@ def main():
         "3 data_ptr + dtype": lambda: [(x.data_ptr(), x.dtype, x.data_ptr(), x.dtype, x.data_ptr(), x.dtype)
                                        for _ in range(B)],
     }
+    # In situ: each call of these rows follows a real launch (one C call of the bound launch), as
+    # every part of a hit does; a part's cost there (the row less "L + a trivial C call") includes
+    # the cache misses the driver's launch leaves it, which the rows above, repeated without
+    # launches in between, do not see.
+    launch1, handle, on = bound._launch, bound._handle, bound.stream
+    trivial = (0).__index__
+    from triton._C.libtriton import getenv_bool
+    from triton import knobs
+    rt, comp = knobs.runtime, knobs.compilation
+    fpsan = "TRITON_FPSAN_HOMOMORPHIC_CASTS"
+
+    def knob_reads():
+        return (rt.add_stages_inspection_hook, rt.launch_enter_hook.calls, rt.launch_exit_hook.calls, rt.debug,
+                comp.instrumentation_mode)
+    rows.update({
+        "L: launch alone": lambda: [launch1(handle, on) for _ in range(B)],
+        "L + a trivial C call": lambda: [(launch1(handle, on), trivial()) for _ in range(B)],
+        "L + getenv_bool": lambda: [(launch1(handle, on), getenv_bool(fpsan, False)) for _ in range(B)],
+        "L + knobs and hooks": lambda: [(launch1(handle, on), knob_reads()) for _ in range(B)],
+        "L + device + stream": lambda: [(launch1(handle, on), get_stream(device())) for _ in range(B)],
+        "L + 3 data_ptr + dtype": lambda: [(launch1(handle, on), x.data_ptr(), x.dtype, x.data_ptr(), x.dtype,
+                                            x.data_ptr(), x.dtype) for _ in range(B)],
+        "L + C key": lambda: [(launch1(handle, on), key(dev, (), x, x, x, n, 1024)) for _ in range(B)],
+    })
     before = fast_dispatch.stats()
     samples = {k: [] for k in rows}
     for r in range(a.rounds + 2):
@@ -104,6 +132,10 @@ def main():
     print(f"{'row':22s} {'µs':>7s} {'x floor':>8s}")
     for k, s in samples.items():
         print(f"{k:22s} {statistics.median(v for v, _ in s):7.3f} {statistics.median(q for _, q in s):8.2f}")
+    print("in situ, after a launch: µs more than \"L + a trivial C call\" (median of the rounds' differences)")
+    base = [v for v, _ in samples["L + a trivial C call"]]
+    for k in [k for k in rows if k.startswith("L + ") and k != "L + a trivial C call"]:
+        print(f"  {k[4:]:20s} {statistics.median(v - b for (v, _), b in zip(samples[k], base)):7.3f}")
 
 
 if __name__ == "__main__":
