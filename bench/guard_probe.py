@@ -22,7 +22,7 @@ Rows, from the whole hit down to its parts:
   3 data_ptr + dtype  what any path reads of the three tensors
   L + ...             in situ: each call after one real launch (the bound launch's C call), less
                       "L + a trivial C call": what a part costs where a hit meets it, cache misses
-                      included (Triton's getenv_bool of 3.9's fpsan knob, the knobs and hooks a hit
+                      included (Triton's getenv_bool of 3.9's fpsan knob and its holder's own setting, the knobs and hooks a hit
                       reads, the getters, the tensors' reads, the whole C key)
 """
 from __future__ import annotations
@@ -105,6 +105,8 @@ def main():
         "L: launch alone": lambda: [launch1(handle, on) for _ in range(B)],
         "L + a trivial C call": lambda: [(launch1(handle, on), trivial()) for _ in range(B)],
         "L + getenv_bool": lambda: [(launch1(handle, on), getenv_bool(fpsan, False)) for _ in range(B)],
+        "L + fpsan own setting": lambda: [(launch1(handle, on), comp.__dict__.get("fpsan_homomorphic_casts"))
+                                          for _ in range(B)],
         "L + knobs and hooks": lambda: [(launch1(handle, on), knob_reads()) for _ in range(B)],
         "L + device + stream": lambda: [(launch1(handle, on), get_stream(device())) for _ in range(B)],
         "L + 3 data_ptr + dtype": lambda: [(launch1(handle, on), x.data_ptr(), x.dtype, x.data_ptr(), x.dtype,
