@@ -22,8 +22,9 @@ Rows, from the whole hit down to its parts:
   3 data_ptr + dtype  what any path reads of the three tensors
   L + ...             in situ: each call after one real launch (the bound launch's C call), less
                       "L + a trivial C call": what a part costs where a hit meets it, cache misses
-                      included (Triton's getenv_bool of 3.9's fpsan knob and its holder's own setting, the knobs and hooks a hit
-                      reads, the getters, the tensors' reads, the whole C key)
+                      included (Triton's getenv_bool of 3.9's fpsan knob and its holder's own
+                      setting, the knobs and hooks a hit reads, the getters, the tensors' reads,
+                      the whole C key)
 """
 from __future__ import annotations
 
