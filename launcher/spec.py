@@ -24,6 +24,7 @@ import functools
 import math
 import re
 import struct
+import sys
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -372,10 +373,24 @@ def _typed(value):
     return value.__class__, value
 
 
+def _callable_key(value) -> str:
+    """What Triton's cache key holds for a callable constexpr (compute_cache_key, 3.6 to 3.9): a
+    JITCallable (a @triton.jit function, a constexpr function) by its cache_key, the hash of its
+    source and what it depends on; any other object by str(), which for a Python function or a
+    lambda names its address (so only that object matches, as in Triton)."""
+    jit = sys.modules.get("triton.runtime.jit")  # a JITCallable exists only where Triton is imported
+    jit_callable = getattr(jit, "JITCallable", None)
+    if jit_callable is not None and isinstance(value, jit_callable):
+        return value.cache_key
+    return str(value)
+
+
 def encode_constant(value, _depth: int = 0):
     """A constexpr value as JSON data. Plain numbers, bools, strings and None stand as they
     are; anything else is tagged, so that equal values encode equally and nothing decodes to
-    code: {"dtype": "fp16"}, {"function": "module.qualname"}, {"tuple": [...]}, {"repr": "..."}.
+    code: {"dtype": "fp16"}, {"function": "module.qualname", "key": ...} (key: what Triton's
+    cache key holds for it, _callable_key: two functions of one name are two constants unless
+    Triton would compile them alike), {"tuple": [...]}, {"repr": "..."}.
     Nesting deeper than MAX_CONSTANT_DEPTH is a TypeError."""
     if _depth > MAX_CONSTANT_DEPTH:
         raise TypeError(f"a constant with tuples or lists nested more than {MAX_CONSTANT_DEPTH} deep "
@@ -395,10 +410,18 @@ def encode_constant(value, _depth: int = 0):
         return {"dtype": str(value)}
     fn = getattr(value, "fn", None)
     if fn is not None and hasattr(fn, "__qualname__"):  # a JITFunction
-        return {"function": f"{fn.__module__}.{fn.__qualname__}"}
+        return {"function": f"{fn.__module__}.{fn.__qualname__}", "key": _callable_key(value)}
     if callable(value) and hasattr(value, "__qualname__"):
-        return {"function": f"{getattr(value, '__module__', '?')}.{value.__qualname__}"}
+        return {"function": f"{getattr(value, '__module__', '?')}.{value.__qualname__}", "key": _callable_key(value)}
     return {"repr": repr(value)}
+
+
+def show_constant(encoded) -> str:
+    """An encoded constant for a message: a function by its name and the start of its key."""
+    if isinstance(encoded, dict) and set(encoded) == {"function", "key"}:
+        key = str(encoded["key"])
+        return f"{encoded['function']} (Triton's key {key[:16]}{'...' if len(key) > 16 else ''})"
+    return repr(encoded)
 
 
 def _constant_key(encoded):

@@ -337,7 +337,8 @@ class AssumptionCheck:
             if path not in self.constants:
                 return  # not recorded: the compiler did not see it as a value (nothing to hold)
             if not self._constexpr_matches(value, recorded):
-                self._fail(path, f"the constexpr {recorded!r}", _describe(value))
+                self._fail(path, f"the constexpr {S.show_constant(recorded)}",
+                           S.show_constant(S.encode_constant(value)) if callable(value) else _describe(value))
             return
         if kind == "pointer":
             self._pointer(path, ty, value)

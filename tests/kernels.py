@@ -134,3 +134,25 @@ def flag_kernel(x, flag, typed_flag: tl.int1, scale: tl.float32):
         tl.store(x, scale)
     if typed_flag:
         tl.store(x + 1, scale)
+
+
+def combiner(op: str):
+    """A @triton.jit combine function made by a factory: every one has the qualname
+    `combiner.<locals>.combine`, whatever it computes (Triton keys each by its source)."""
+    if op == "add":
+        @triton.jit
+        def combine(a, b):
+            return a + b
+    else:
+        @triton.jit
+        def combine(a, b):
+            return a * b
+    return combine
+
+
+@triton.jit
+def combine_kernel(x, out, COMBINE: tl.constexpr):
+    # a function as a constexpr (as reductions take their combine function)
+    offs = tl.arange(0, 16)
+    v = tl.load(x + offs)
+    tl.store(out + offs, COMBINE(v, v))

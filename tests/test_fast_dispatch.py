@@ -1123,3 +1123,27 @@ def test_a_miss_is_keyed_once():
         assert calls == [1]
     finally:
         _forget_guard(guard_kernel)
+
+
+def test_a_function_constexpr_keys_apart_from_another_of_its_name():
+    """Two @triton.jit functions of one name (a factory's) passed as a constexpr are two keys:
+    each call hits the kernel Triton compiled for its own function."""
+    from cpu_triton import cpu_triton
+    import kernels as K
+
+    was_on = fast_dispatch.enabled()
+    with cpu_triton(90, K.combine_kernel):
+        fast_dispatch.enable()
+        try:
+            x = FakeTensor(A0, tl.float32)
+            add, mul = K.combiner("add"), K.combiner("mul")
+            k_add, k_mul = K.combine_kernel[(1,)](x, x, add), K.combine_kernel[(1,)](x, x, mul)
+            assert k_add is not k_mul and k_add.asm["ptx"] != k_mul.asm["ptx"]
+            hits = fast_dispatch.stats()["hits"]
+            assert K.combine_kernel[(1,)](x, x, mul) is k_mul and K.combine_kernel[(1,)](x, x, add) is k_add
+            assert fast_dispatch.stats()["hits"] == hits + 2
+        finally:
+            fast_dispatch.disable()
+            _forget_guard(K.combine_kernel)
+            if was_on:
+                fast_dispatch.enable()

@@ -445,6 +445,18 @@ def test_prepare_refuses_keyword_only_parameters_with_a_clear_error():
         launcher.prepare(triton.jit(K.keyword_only), (1,), 0, BLOCK=16)
 
 
+def test_a_function_constexpr_is_the_one_triton_would_compile():
+    """A @triton.jit function passed again as a constexpr is taken where Triton would launch the
+    same kernel for it (its cache_key: its source) and refused on both paths where it would not:
+    two functions of one name (a factory's) are two constants, and the error names both."""
+    x = FakeTensor(A0, tl.float32)
+    p, _ = prepared(K.combine_kernel, (x, x, K.combiner("add")))
+    fast, general = outcomes(p, (x, x, K.combiner("mul")))
+    assert fast[0] == general[0] == "refused", (fast, general)
+    assert "'COMBINE'" in general[1] and general[1].count("combiner.<locals>.combine (Triton's key") == 2
+    assert outcomes(p, (x, x, K.combiner("add")))[0][0] == "bytes"  # another object of the same source
+
+
 def test_a_bool_parameter_takes_bools_and_an_annotated_one_0_or_1_too():
     """Triton types an int 0 as i32 and makes 1 a constexpr: neither fits a kernel compiled for a
     bool, unless the parameter's annotation (tl.int1) types it; an int for a parameter annotated

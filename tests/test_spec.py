@@ -316,3 +316,18 @@ def test_the_direct_launch_packs_what_a_launch_packs(entry):
         run.dry_run(*base_for(run.spec))
     assert str(direct_error.value) == str(dry_run_error.value)
     assert inspect.getsource(shape.generated("direct")).lstrip().startswith("def direct(self, gridX, gridY, gridZ, stream")
+
+
+def test_callable_constants_encode_as_tritons_cache_key_holds_them():
+    """A function constexpr encodes with what Triton's cache key holds for it: a @triton.jit
+    function its cache_key (two of one source are one constant, two of one name and other
+    sources are two), a Python function or lambda str() (that object only: every lambda of a
+    scope shares one qualname)."""
+    add, mul, add2 = K.combiner("add"), K.combiner("mul"), K.combiner("add")
+    enc = S.encode_constant
+    assert enc(add)["function"] == enc(mul)["function"] == "kernels.combiner.<locals>.combine"
+    assert S.same_constant(enc(add), enc(add2)) and not S.same_constant(enc(add), enc(mul))
+    assert enc(add)["key"] == add.cache_key
+    f, g = (lambda a: a), (lambda a: a)
+    assert S.same_constant(enc(f), enc(f)) and not S.same_constant(enc(f), enc(g))
+    assert json.loads(json.dumps(enc(add))) == enc(add)  # JSON data, as bundles record it
