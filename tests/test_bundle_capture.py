@@ -156,3 +156,20 @@ def test_python_code_that_a_bundle_cannot_hold_is_refused_with_the_kernel_named(
             with launcher.capture(path):
                 hooked_add[(1,)](x, 100)
     assert not path.exists()
+
+
+def test_a_bundled_function_constexpr_is_chosen_by_the_function_triton_compiled(tmp_path):
+    """A kernel captured with a @triton.jit function as its constexpr takes, bundled, that
+    function or one of the same source, and not another of the same name (a factory's)."""
+    import kernels as K
+
+    x = FakeTensor(C.P[0], tl.float32)
+    add, mul = K.combiner("add"), K.combiner("mul")
+    with cpu_triton(90, K.combine_kernel):
+        with launcher.capture(tmp_path / "combine.bundle"):
+            K.combine_kernel[(1,)](x, x, add)
+    with launcher.load_bundle(tmp_path / "combine.bundle") as bundle:
+        k = bundle["kernels.combine_kernel"]
+        assert k.choose(arch=90)(x, x, add) is k.choose(arch=90)(x, x, K.combiner("add"))
+        with pytest.raises(Exception, match="COMBINE"):
+            k.choose(arch=90)(x, x, mul)
