@@ -202,11 +202,17 @@ def _walk(spec, arg, path, value, encoders, out):
             raise TypeError(f"{_where(spec, path)} (nvTmaDesc) {e}") from None
 
 
-def refuse_bool_stream(stream, where: str = "") -> None:
-    """A stream= a caller passes may not be a bool (an int to Python: stream=True would be
-    handle 1, the legacy stream). where: what names the call in the message ("kernel 'k': ")."""
+def stream_handle(stream, where: str = ""):
+    """The handle of a stream= a caller passed (the one rule of every front door that takes one):
+    an int as it is, an object with .cuda_stream (torch's) by that, anything else as it is, for
+    the launcher to refuse. A bool is refused here (an int to Python: stream=True would be handle
+    1, the legacy stream). where: what names the call in the message ("kernel 'k': ")."""
+    if stream.__class__ is int:
+        return stream
     if stream.__class__ is bool:
         raise TypeError(f"{where}stream= expects a CUstream handle (an int) or a stream object, got {stream!r}")
+    handle = getattr(stream, "cuda_stream", None)
+    return handle if handle is not None else stream
 
 
 def grid3(grid, kernel=None) -> tuple:

@@ -33,7 +33,7 @@ from launcher import _call, allocation, codegen, driver
 from launcher import bundle_format as BF
 from launcher import spec as S
 from launcher import variants as V
-from launcher.arguments import check_header, grid3, refuse_bool_stream
+from launcher.arguments import check_header, grid3, stream_handle
 from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
 from launcher.fence_hook import fence_policy
@@ -173,15 +173,6 @@ def _compile(source, kind, namespace, qualname):
     return fn
 
 
-def _stream_of(stream):
-    """The handle of a stream= a caller passed: an int, or an object with .cuda_stream (torch's)."""
-    if stream.__class__ is int:
-        return stream
-    refuse_bool_stream(stream)
-    handle = getattr(stream, "cuda_stream", None)
-    return handle if handle is not None else stream  # the launcher refuses what is not a handle
-
-
 class _Entry:
     """What a specialization key chose: the launcher, CUfunction and fills of one variant on one device."""
 
@@ -318,7 +309,7 @@ class BundleKernel:
         positional = sum(1 for p in self.params if not p.keyword_only)
         device = _torch_raw[0] if _torch_raw else _current_device
         namespace.update(_launcher_slow=self._slow, _launcher_FIND=self._keyer.find, _launcher_device=device,
-                         _launcher_stream_of=_stream_of, _launcher_too_many=self._too_many)
+                         _launcher_stream_of=stream_handle, _launcher_too_many=self._too_many)
         source = codegen.BUNDLE_CALL.format(signature=signature, stream=stream, count=positional,
                                             names="".join(f"{n}, " for n in self.names),
                                             outs="".join(f"{n}, " for n in passed if n.startswith("_launcher_p")),
@@ -375,7 +366,7 @@ class BundleKernel:
                                  p.do_not_specialize, p.do_not_specialize_on_alignment, p.annotation)
                        for p in self.params)
         entry = self._entry(variant, device, bound, values)
-        stream_fn = entry.stream if stream is None else (lambda: _stream_of(stream))
+        stream_fn = entry.stream if stream is None else (lambda: stream_handle(stream))
         return PreparedLaunch(variant.spec, params, tuple(values), dict(options or {}), grid, function=function,
                               stream=stream_fn, device=device, convert=addresses)
 
@@ -419,7 +410,7 @@ class BundleKernel:
             bound, options, stream = self._bind(*args, **kwargs)
             variant, values = self._prepare(bound, options, self._arch(None) if arch is None else arch)
             g = self.grid3(grid, values)
-            return self._launcher(variant).dry_run(*g, 0 if stream is None else _stream_of(stream), 0,
+            return self._launcher(variant).dry_run(*g, 0 if stream is None else stream_handle(stream), 0,
                                                    variant.spec.packed_metadata, None, None, None, *addresses(values))
 
         return run
@@ -436,7 +427,7 @@ class BundleKernel:
     def _header(self, grid, stream) -> tuple:
         """(the grid as three ints, None for a callable one; the stream handle, None for none),
         checked as the launcher checks them, before the driver is asked anything."""
-        handle = None if stream is None else _stream_of(stream)
+        handle = None if stream is None else stream_handle(stream)
         g = None if callable(grid) else self.grid3(grid, ())
         check_header(self._variants[0].spec, *(g or (1, 1, 1)), 0 if handle is None else handle, 0)
         return g, handle

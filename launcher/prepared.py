@@ -39,7 +39,7 @@ import struct
 from launcher import driver, triton_adapter as A
 from launcher import spec as S
 from launcher._call import FastCall
-from launcher.arguments import check_header, grid3, refuse_bool_stream
+from launcher.arguments import check_header, grid3, stream_handle
 from launcher.checks import Assumptions, c_checks
 from launcher.cuda_launcher import CudaLauncher
 from launcher.specialization import AssumptionCheck, AssumptionError
@@ -319,8 +319,7 @@ class PreparedLaunch(FastCall):
         if grid is None and self.grid_fn is not None and values is not self.values:
             grid = self.grid_fn
         gx, gy, gz = self._grid(values, grid)
-        refuse_bool_stream(stream, f"kernel {self.spec.kernel!r}: ")
-        s = self._stream() if stream is None else stream
+        s = self._stream() if stream is None else stream_handle(stream, f"kernel {self.spec.kernel!r}: ")
         for kind, _, choice in self.layers:  # a config's pre_hook runs before the launch, as in Triton
             if kind == "autotune" and choice[1].pre_hook is not None:
                 choice[1].pre_hook({**{p.name: v for p, v in zip(self.params, values)}, **A.config_kwargs(choice[1])})

@@ -516,3 +516,16 @@ def test_a_closed_prepared_launch_launches_nothing():
             call()
     with pytest.raises(TypeError, match="stream= expects a CUstream handle"):
         prepared(K.add_kernel, (x, x, x, 1024, 256))[0].launch(stream=True)
+
+
+def test_launch_takes_a_stream_object_as_bundles_and_kernel_calls_do():
+    """launch(stream=s) reads a stream object's .cuda_stream (torch.cuda.Stream), by the one rule
+    of every front door (arguments.stream_handle); a bool or anything else is refused."""
+    import types
+
+    x = FakeTensor(A0, tl.float32)
+    p = prepared(K.add_kernel, (x, x, x, 1024, 256))[0]
+    assert p.launch(stream=types.SimpleNamespace(cuda_stream=0x5EB)) == p.launch(stream=0x5EB)
+    for bad in (True, "stream", 1.5):
+        with pytest.raises(TypeError):
+            p.launch(stream=bad)
