@@ -284,7 +284,7 @@ class PreparedLaunch(FastCall):
             return self.values
         values, options = bind(self.spec.kernel, self.params, args, kwargs, self._constexprs)
         for name, value in options.items():
-            if name not in self.options or not S.same_constant(S.encode_constant(value), S.encode_constant(self.options[name])):
+            if name not in self.options or not S.same_value(value, self.options[name]):
                 raise AssumptionError(f"kernel {self.spec.kernel!r}: option {name!r} was prepared as "
                                       f"{self.options.get(name, '(not given)')!r}, got {value!r}")
         named = {p.name: v for p, v in zip(self.params, values)}
@@ -294,7 +294,7 @@ class PreparedLaunch(FastCall):
                 now = A.heuristic_values(layer, (), {**self.options, **named, **passed})  # as Heuristics.run
                 passed.update(now)
                 for name, value in now.items():
-                    if not S.same_constant(S.encode_constant(value), S.encode_constant(choice[name])):
+                    if not S.same_value(value, choice[name]):
                         raise AssumptionError(
                             f"kernel {self.spec.kernel!r}: @triton.heuristics choose {name}={value!r} for "
                             f"these arguments; the prepared kernel has {name}={choice[name]!r}")

@@ -416,6 +416,13 @@ def encode_constant(value, _depth: int = 0):
     return {"repr": repr(value)}
 
 
+def same_value(a, b) -> bool:
+    """Whether two constexprs or compile options (values, or JSON data read back: a list for a
+    tuple) are the same constant: encode_constant's, type-exact (4 and 4.0, 1 and True apart), as
+    Triton's cache key tells them apart. The one rule of prepared launches and bundles."""
+    return same_constant(encode_constant(a), encode_constant(b))
+
+
 def show_constant(encoded) -> str:
     """An encoded constant for a message: a function by its name and the start of its key."""
     if isinstance(encoded, dict) and set(encoded) == {"function", "key"}:

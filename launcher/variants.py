@@ -165,18 +165,6 @@ def _describe_key(key) -> str:
     return "(" + ", ".join([show(v) for v in key.get("values", [])] + list(key.get("dtypes", []))) + ")"
 
 
-def _same_option(value, recorded) -> bool:
-    def norm(v):
-        if isinstance(v, (tuple, list)):
-            return [norm(x) for x in v]
-        return v
-
-    value = norm(value)
-    if isinstance(value, bool) or isinstance(recorded, bool):
-        return type(value) is type(recorded) and value == recorded
-    return value == recorded
-
-
 def _int_atoms(path, cls):
     """The atoms of an int of Triton's type `cls` (specialization.int_type): it fits that type
     and every wider one. None (beyond 64 bits) fits none."""
@@ -256,7 +244,7 @@ class Variant:
             else:
                 parts.append(f"{name}: {a.type}" + (" (16-aligned)" if path in aligned else ""))
         opts = [f"{k}={self.options[k]!r}" for k in self.defaults if k in self.options
-                and not _same_option(self.options[k], self.defaults[k])]
+                and not S.same_value(self.options[k], self.defaults[k])]
         return f"{self.id} (sm_{self.arch}: " + ", ".join(parts + opts) + ")"
 
 
@@ -366,11 +354,11 @@ class Chooser:
         for k, value in options.items():
             if k not in variant.options:
                 return f"it records no compile option {k!r}"
-            if not _same_option(value, variant.options[k]):
+            if not S.same_value(value, variant.options[k]):
                 return f"it was compiled with {k}={variant.options[k]!r}, the call asks for {k}={value!r}"
         if not wildcard:
             for k, default in variant.defaults.items():
-                if k not in options and k in variant.options and not _same_option(variant.options[k], default):
+                if k not in options and k in variant.options and not S.same_value(variant.options[k], default):
                     return (f"it was compiled with {k}={variant.options[k]!r}; the call passes no {k}, and "
                             f"Triton's default is {default!r} (pass {k}={variant.options[k]!r})")
         variant.check.failed_at = None

@@ -476,6 +476,9 @@ def test_compile_options_must_match_and_default_to_tritons(scale):
     with pytest.raises(NoVariantError, match="compiled with num_warps=4, the call asks for num_warps=8"):
         kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, num_warps=8)
     assert kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, num_warps=4).spec.num_warps == 4
+    for other in (4.0, True):  # another constant, as a prepared launch and Triton's key tell them (spec.same_value)
+        with pytest.raises(NoVariantError, match=f"compiled with num_warps=4, the call asks for num_warps={other}"):
+            kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, num_warps=other)
     with pytest.raises(TypeError, match="got an unexpected keyword argument 'nmu_warps': it is neither a parameter"):
         kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, nmu_warps=4)
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'scale'"):
