@@ -71,7 +71,8 @@ typedef struct check {
     PyObject *obj;   /* constexpr: its value; pointer: the tensor class; call: the function */
     PyObject *dtype; /* pointer: the dtype object (compared by identity) */
     int eq;          /* constexpr: a value of the same class that compares equal passes too */
-    int aligned;     /* pointer, int: the kernel assumed divisibility by 16 */
+    unsigned long long mask; /* pointer, int: no bit of it may be set (the kernel assumed divisibility: its
+                              * specialization.DIVISIBILITY_MASK, given by launcher.checks); 0: nothing assumed */
     __int128 lo, hi; /* int: the range the kernel takes, within the code's (check_build narrows it) */
     char code;       /* LAUNCHER_PACK_* of the packed value */
     Py_ssize_t offset;
@@ -292,6 +293,16 @@ static Py_ssize_t ssize_item(PyObject *t, Py_ssize_t i) {
     return o ? PyLong_AsSsize_t(o) : -1;
 }
 
+/* A check's mask (an exact int, 0 to 2**64 - 1: a bool is refused, so that True cannot pass for a mask of 1). */
+static int check_mask(PyObject *o, unsigned long long *mask) {
+    if (!o || !PyLong_CheckExact(o)) {
+        if (o) PyErr_Format(PyExc_TypeError, "a check's mask is an int (0: no divisibility assumed), got %R", o);
+        return -1;
+    }
+    *mask = PyLong_AsUnsignedLongLong(o);
+    return *mask == (unsigned long long)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
 static int code_item(PyObject *t, Py_ssize_t i, char *code) {  /* a LAUNCHER_PACK_* */
     PyObject *o = PyTuple_GetItem(t, i);
     if (!o) return -1;
@@ -360,21 +371,20 @@ static int check_build(check *c, PyObject *t, Py_ssize_t limit) {
         c->obj = Py_NewRef(PyTuple_GetItem(t, 1));
         c->eq = PyObject_IsTrue(PyTuple_GetItem(t, 2));
         return c->eq < 0 ? -1 : 0;
-    case LAUNCHER_CHECK_POINTER:  /* (kind, class, dtype, aligned, offset) */
+    case LAUNCHER_CHECK_POINTER:  /* (kind, class, dtype, mask, offset) */
         NEED(5);
         c->code = LAUNCHER_PACK_U64;
         c->obj = Py_NewRef(PyTuple_GetItem(t, 1));
         c->dtype = Py_NewRef(PyTuple_GetItem(t, 2));
-        c->aligned = PyObject_IsTrue(PyTuple_GetItem(t, 3));
         c->offset = ssize_item(t, 4);
-        if (c->aligned < 0 || PyErr_Occurred()) return -1;
+        if (check_mask(PyTuple_GetItem(t, 3), &c->mask) < 0 || PyErr_Occurred()) return -1;
         return offset_ok(c->offset, c->code, limit) ? 0 : -1;
-    case LAUNCHER_CHECK_INT:  /* (kind, lo, hi, aligned, offset, code) */
+    case LAUNCHER_CHECK_INT:  /* (kind, lo, hi, mask, offset, code) */
         NEED(6);
         if (as_int128(PyTuple_GetItem(t, 1), &c->lo) < 0 || as_int128(PyTuple_GetItem(t, 2), &c->hi) < 0) return -1;
-        c->aligned = PyObject_IsTrue(PyTuple_GetItem(t, 3));
         c->offset = ssize_item(t, 4);
-        if (c->aligned < 0 || PyErr_Occurred() || code_item(t, 5, &c->code) < 0) return -1;
+        if (check_mask(PyTuple_GetItem(t, 3), &c->mask) < 0 || PyErr_Occurred() || code_item(t, 5, &c->code) < 0)
+            return -1;
         __int128 lo, hi;
         if (!code_range(c->code, &lo, &hi)) {
             PyErr_SetString(PyExc_ValueError, "an int check packs an integer code");
@@ -516,7 +526,7 @@ static int check_pack(const check *c, PyObject *a, char *buf, t_call *tc) {
         } else {
             return 0;
         }
-        if (!int_fits(v, LAUNCHER_PACK_U64) || (c->aligned && (v & 15))) return 0;
+        if (!int_fits(v, LAUNCHER_PACK_U64) || (v & c->mask)) return 0;
         put_int(buf, c->offset, LAUNCHER_PACK_U64, v);
         return 1;
     }
@@ -524,7 +534,7 @@ static int check_pack(const check *c, PyObject *a, char *buf, t_call *tc) {
         if (!PyLong_CheckExact(a)) return 0;
         __int128 v;
         if (as_int128(a, &v) < 0) { PyErr_Clear(); return 0; }
-        if (v < c->lo || v > c->hi || (c->aligned && (v & 15))) return 0;  /* lo, hi: within the code's range */
+        if (v < c->lo || v > c->hi || (v & c->mask)) return 0;  /* lo, hi: within the code's range */
         put_int(buf, c->offset, c->code, v);
         return 1;
     }

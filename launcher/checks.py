@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from launcher import driver
 from launcher import spec as S
-from launcher.specialization import address_and_dtype, compiled_int_range
+from launcher.specialization import DIVISIBILITY_MASK, address_and_dtype, compiled_int_range
 
 __all__ = ["Assumptions", "c_checks", "pack_code"]
 
@@ -89,7 +89,7 @@ def _checks(lib, args, params, prefix, assume, values) -> tuple | None:
                 (lo, hi), aligned = S.INT_RANGES[arg.type], False
             else:
                 (lo, hi), aligned = compiled_int_range(arg.type, path[0] in assume.typed), path in assume.aligned
-            check = (lib.LAUNCHER_CHECK_INT, lo, hi, aligned, slot.offset, pack_code(slot))
+            check = (lib.LAUNCHER_CHECK_INT, lo, hi, _mask(aligned), slot.offset, pack_code(slot))
         elif kind == "scalar" and pack_code(slot) in (lib.LAUNCHER_PACK_F32, lib.LAUNCHER_PACK_F64):
             check = (lib.LAUNCHER_CHECK_FLOAT, slot.offset, pack_code(slot))  # fp16 keeps struct's rounding
         else:  # tensor maps, fp16 scalars
@@ -107,7 +107,12 @@ def _pointer(lib, value, aligned, offset):
         found = None
     if found is None or not hasattr(value, "dtype") or not callable(getattr(value, "data_ptr", None)):
         return None  # __cuda_array_interface__ objects: the Python path converts them
-    return (lib.LAUNCHER_CHECK_POINTER, value.__class__, value.dtype, aligned, offset)
+    return (lib.LAUNCHER_CHECK_POINTER, value.__class__, value.dtype, _mask(aligned), offset)
+
+
+def _mask(aligned: bool) -> int:
+    """A check's mask: the bits an address or int the kernel assumed divisible must not have."""
+    return DIVISIBILITY_MASK if aligned else 0
 
 
 def _descriptor(lib, arg, value, params, encoder):

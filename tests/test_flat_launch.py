@@ -167,8 +167,9 @@ def test_malformed_checks_are_refused_when_made():
                         (((address, 0),), ValueError),  # over the launch header
                         (((skip, 1),), ValueError), (((99,),), ValueError), ((("skip",),), TypeError),
                         ([(skip,)], TypeError),
-                        (((int_, 0, 1, False, HEADER_SIZE, ord("x")),), ValueError),  # no such pack code
-                        (((int_, 0, 1, False, HEADER_SIZE, lib.LAUNCHER_PACK_F32),), ValueError),
+                        (((int_, 0, 1, 0, HEADER_SIZE, ord("x")),), ValueError),  # no such pack code
+                        (((int_, 0, 1, 0, HEADER_SIZE, lib.LAUNCHER_PACK_F32),), ValueError),
+                        (((int_, 0, 1, True, HEADER_SIZE, lib.LAUNCHER_PACK_I32),), TypeError),  # a bool mask
                         (((lib.LAUNCHER_CHECK_FLOAT, HEADER_SIZE, ord("e")),), ValueError)):  # fp16: not in C
         with pytest.raises(exc):
             FlatLaunch(*base, checks)

@@ -57,12 +57,13 @@ POINTER, INT, FLOAT, TUPLE = L.LAUNCHER_CHECK_POINTER, L.LAUNCHER_CHECK_INT, L.L
     ({"trailing": ()}, ValueError),
     ({"names": ("x",)}, ValueError),
     ({"plan": 0}, ValueError),
-    ({"checks": ((POINTER, FakeTensor, tl.float32, True, 1 << 20),)}, ValueError),  # outside the buffer
-    ({"checks": ((POINTER, FakeTensor, tl.float32, True, 8),)}, ValueError),  # over the launch header
+    ({"checks": ((POINTER, FakeTensor, tl.float32, 15, 1 << 20),)}, ValueError),  # outside the buffer
+    ({"checks": ((POINTER, FakeTensor, tl.float32, 15, 8),)}, ValueError),  # over the launch header
+    ({"checks": ((POINTER, FakeTensor, tl.float32, True, 48),)}, TypeError),  # a mask is an int, not a bool
     ({"checks": ((99,),)}, ValueError),  # no such kind
     ({"checks": (("pointer",),)}, TypeError),  # kinds are the header's numbers
-    ({"checks": ((INT, 0, 1, False, 48, ord("x")),)}, ValueError),
-    ({"checks": ((INT, 0, 1, False, 48, "i"),)}, TypeError),  # codes too
+    ({"checks": ((INT, 0, 1, 0, 48, ord("x")),)}, ValueError),
+    ({"checks": ((INT, 0, 1, 0, 48, "i"),)}, TypeError),  # codes too
     ({"checks": ("not a tuple",)}, TypeError),
     ({"checks": ((TUPLE, ((FLOAT, 48, ord("e")),)),)}, ValueError),
     ({"stream_args": [1]}, TypeError),
