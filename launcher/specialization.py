@@ -83,23 +83,22 @@ def divisible(v: int) -> bool:
 INT_KEYS = {(s, a): {} for s in (True, False) for a in (True, False)}
 _INT_KEYS_MAX = 8192
 _INT_TYPE_BASE = {"i32": 8, "i64": 16, "u64": 24}
+_INT_ATTR_CODE = {None: 0, "": 1, "D": 2}  # triton_type's attribute: not looked at, not divisible, divisible
 
 
 def int_key(v: int, specialize: bool = True, align: bool = True) -> int | None:
     """Everything the choice of a compiled kernel depends on in an int argument, as one small
-    int (a key the guard and bundles hash): 1 for 1 where the parameter is specialized (Triton
-    makes it a constexpr); else its type's base (i32 8, i64 16, u64 24), plus 4 when it is
-    negative (an unsigned annotation refuses it), plus, where the parameter is specialized, 1
-    when it is not on alignment and 2 or 3 (divisible by 16 or not) when it is. None beyond 64
-    bits. specialize / align: not do_not_specialize / not do_not_specialize_on_alignment."""
-    ty = int_type(v)
-    if ty is None:
+    int (a key the guard and bundles hash), from what Triton makes of it (triton_type, the one
+    statement of that rule): 1 where Triton makes it the constexpr 1; else its type's base (i32 8,
+    i64 16, u64 24), plus 4 when it is negative (an unsigned annotation refuses it), plus 0 where
+    Triton does not look at its divisibility, 2 where it marks it divisible by 16, 1 where it
+    looks and does not. None beyond 64 bits. specialize / align: not do_not_specialize / not
+    do_not_specialize_on_alignment."""
+    try:
+        ty, attr = triton_type(v, specialize=specialize, align=align)
+    except OverflowError:
         return None
-    if specialize and v == 1:
-        key = 1
-    else:
-        key = _INT_TYPE_BASE[ty] + (4 if v < 0 else 0) + (0 if not specialize else 1 if not align
-                                                             else 2 if v % DIVISIBILITY == 0 else 3)
+    key = 1 if ty == "constexpr" else _INT_TYPE_BASE[ty] + (4 if v < 0 else 0) + _INT_ATTR_CODE[attr]
     table = INT_KEYS[specialize, align]
     if len(table) < _INT_KEYS_MAX:
         table[v] = key
