@@ -81,6 +81,16 @@ class _Kernel:
         self.calls = []
 
 
+
+def _by_name(kernel, args, kwargs) -> tuple:
+    """A captured call's arguments by the kernel's parameter names (positional, then keywords
+    naming a parameter), and its other keywords (launch options): the one split of both records."""
+    names = [p.name for p in kernel.record["params"]]
+    passed, options = dict(zip(names, args)), {}
+    for k, v in kwargs.items():
+        (passed if k in names else options)[k] = v
+    return passed, options
+
 class _Builder:
     def __init__(self):
         self.lock = threading.RLock()
@@ -147,15 +157,9 @@ class _Builder:
         with self.lock:
             kernel, _ = self.through(top)
             vid = self.add_compiled(ck)
-            names = [p.name for p in kernel.record["params"]]
-            passed = dict(zip(names, args))
-            options = {}
-            for k, v in kwargs.items():
-                if k in names:
-                    passed[k] = v
-                else:
-                    options[k] = TA._json_value(v)
-            call = BF.Call({k: V.call_form(v) for k, v in passed.items()}, options, vid)
+            passed, options = _by_name(kernel, args, kwargs)
+            call = BF.Call({k: V.call_form(v) for k, v in passed.items()},
+                           {k: TA._json_value(v) for k, v in options.items()}, vid)
             if call not in kernel.calls:
                 kernel.calls.append(call)
 
@@ -163,9 +167,8 @@ class _Builder:
         with self.lock:
             kernel, layers = self.through(top)
             index = next(i for i, layer in enumerate(layers) if layer is autotuner)
-            names = [p.name for p in kernel.record["params"]]
-            passed = {**dict(zip(names, args)), **{k: v for k, v in kwargs.items() if k in names}}
-            key = V.autotune_key(kernel.layer_records[index].key, names, passed)
+            passed, _ = _by_name(kernel, args, kwargs)
+            key = V.autotune_key(kernel.layer_records[index].key, [p.name for p in kernel.record["params"]], passed)
             choice = TA.autotune_config_index(autotuner, config)
             known = kernel.choices.setdefault(index, [])
             if not any(k == key for k, _ in known):
