@@ -81,7 +81,6 @@ class _Kernel:
         self.calls = []
 
 
-
 def _by_name(kernel, args, kwargs) -> tuple:
     """A captured call's arguments by the kernel's parameter names (positional, then keywords
     naming a parameter), and its other keywords (launch options): the one split of both records."""
@@ -90,6 +89,7 @@ def _by_name(kernel, args, kwargs) -> tuple:
     for k, v in kwargs.items():
         (passed if k in names else options)[k] = v
     return passed, options
+
 
 class _Builder:
     def __init__(self):
