@@ -73,6 +73,7 @@ class _Kernel:
     def __init__(self, name, record):
         self.name = name
         self.record = record
+        self.param_names = [p.name for p in record["params"]]  # read by _by_name and autotune keys
         self.variants = []  # ids, in the order first seen
         self.layers = None  # [layer objects] once a call through them was seen
         self.layer_records = []
@@ -81,10 +82,9 @@ class _Kernel:
         self.calls = []
 
 
-def _by_name(kernel, args, kwargs) -> tuple:
+def _by_name(names, args, kwargs) -> tuple:
     """A captured call's arguments by the kernel's parameter names (positional, then keywords
     naming a parameter), and its other keywords (launch options): the one split of both records."""
-    names = [p.name for p in kernel.record["params"]]
     passed, options = dict(zip(names, args)), {}
     for k, v in kwargs.items():
         (passed if k in names else options)[k] = v
@@ -157,7 +157,7 @@ class _Builder:
         with self.lock:
             kernel, _ = self.through(top)
             vid = self.add_compiled(ck)
-            passed, options = _by_name(kernel, args, kwargs)
+            passed, options = _by_name(kernel.param_names, args, kwargs)
             call = BF.Call({k: V.call_form(v) for k, v in passed.items()},
                            {k: TA._json_value(v) for k, v in options.items()}, vid)
             if call not in kernel.calls:
@@ -167,8 +167,8 @@ class _Builder:
         with self.lock:
             kernel, layers = self.through(top)
             index = next(i for i, layer in enumerate(layers) if layer is autotuner)
-            passed, _ = _by_name(kernel, args, kwargs)
-            key = V.autotune_key(kernel.layer_records[index].key, [p.name for p in kernel.record["params"]], passed)
+            passed, _ = _by_name(kernel.param_names, args, kwargs)
+            key = V.autotune_key(kernel.layer_records[index].key, kernel.param_names, passed)
             choice = TA.autotune_config_index(autotuner, config)
             known = kernel.choices.setdefault(index, [])
             if not any(k == key for k, _ in known):
