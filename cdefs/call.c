@@ -1547,13 +1547,50 @@ static const char *const gk_field_names[F_COUNT] = {
 
 /* A head of the key (heads' items): the device (given to key() and find(); the `device` getter's
  * answer in a hit), the launch options' key (given to key(); () in a hit), obj.name (attr),
- * obj.__dict__.get(name, extra) (own: a knob's own setting), obj(*extra) (call). */
-enum { H_DEVICE, H_OPTIONS, H_ATTR, H_OWN, H_CALL };
-static const char *const gk_head_kinds[] = {"device", "options", "attr", "own", "call"};
+ * obj.__dict__.get(name, extra) (own: a knob's own setting), obj(*extra) (env: a function of the
+ * environment variable extra[0] alone, called again only where the environment may have changed
+ * since: env_unchanged). */
+enum { H_DEVICE, H_OPTIONS, H_ATTR, H_OWN, H_ENV };
+static const char *const gk_head_kinds[] = {"device", "options", "attr", "own", "env"};
+
+/* ---- an environment variable, watched: the one home of when an "env" head is read again ----
+ * What a read of the environment saw, as pointers: the `environ` array, its entry count, its last
+ * entry and the variable's first entry (its index, -1 where it had none). glibc's setenv, putenv,
+ * unsetenv and clearenv (os.environ's writes call them) each change one of these for any change
+ * of the variable's value: an entry added goes at the end (a new last entry or a new array), a
+ * value replaced is a new string in the variable's slot (glibc never reuses a string's address for
+ * another value), an entry removed moves the later ones down (the last slot becomes the
+ * terminator), clearenv sets `environ` to NULL. A change this cannot see is a write into an entry's
+ * string in place (a C caller's putenv buffer rewritten). */
+extern char **environ;
+typedef struct {
+    char **env, *last, *entry;
+    size_t n;
+    Py_ssize_t at;
+} env_seen;
+
+static void env_look(env_seen *w, const char *prefix, size_t len) {  /* prefix: "NAME=" */
+    char **e = environ;
+    w->env = e; w->n = 0; w->last = NULL; w->entry = NULL; w->at = -1;
+    for (size_t i = 0; e && e[i]; i++) {
+        if (w->at < 0 && !strncmp(e[i], prefix, len)) { w->at = (Py_ssize_t)i; w->entry = e[i]; }
+        w->n = i + 1;
+        w->last = e[i];
+    }
+}
+
+static int env_unchanged(const env_seen *w) {
+    char **e = environ;
+    if (e != w->env) return 0;
+    if (!e) return 1;
+    return !e[w->n] && (!w->n || e[w->n - 1] == w->last) && (w->at < 0 || e[w->at] == w->entry);
+}
 
 typedef struct {
     char kind;
     PyObject *obj, *name, *extra;
+    PyObject *value;  /* env: obj(*extra)'s last answer, while `seen` holds (else NULL) */
+    env_seen seen;  /* env: the environment before that call */
 } gk_head;
 
 typedef struct {
@@ -1650,8 +1687,13 @@ static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out, PyOb
             }
             Py_DECREF(d);
             break;
-        default:
-            v = PyObject_Call(h->obj, h->extra, NULL);
+        default: {
+            gk_head *w = &self->head[i];
+            if (w->value && env_unchanged(&w->seen)) { v = Py_NewRef(w->value); break; }
+            Py_CLEAR(w->value);
+            env_look(&w->seen, PyBytes_AsString(w->name), (size_t)PyBytes_Size(w->name));  /* before: a change while it runs is seen next time */
+            if ((v = PyObject_Call(h->obj, h->extra, NULL))) w->value = Py_NewRef(v);
+        }
         }
         if (!v) { release(out, i); return -1; }
         out[i] = v;
@@ -2517,6 +2559,7 @@ static int gk_clear(PyObject *op) {
     if (self->head) {
         for (Py_ssize_t i = 0; i < self->heads; i++) {
             Py_CLEAR(self->head[i].obj); Py_CLEAR(self->head[i].name); Py_CLEAR(self->head[i].extra);
+            Py_CLEAR(self->head[i].value);
         }
         PyMem_Free(self->head);
         self->head = NULL;
@@ -2584,9 +2627,11 @@ static int gk_set_heads(GuardKey *self, PyObject *heads) {
         if (k < 0 || (i == 0) != (k == H_DEVICE) || size != (k == H_OWN ? 4 : k >= H_ATTR ? 3 : 1)
                 || (k == H_ATTR && !PyUnicode_Check(PyTuple_GetItem(t, 2)))
                 || (k == H_OWN && !PyUnicode_Check(PyTuple_GetItem(t, 2)))
-                || (k == H_CALL && (!PyCallable_Check(PyTuple_GetItem(t, 1)) || !PyTuple_Check(PyTuple_GetItem(t, 2))))) {
+                || (k == H_ENV && (!PyCallable_Check(PyTuple_GetItem(t, 1)) || !PyTuple_Check(PyTuple_GetItem(t, 2))
+                                   || !PyTuple_Size(PyTuple_GetItem(t, 2))
+                                   || !PyUnicode_Check(PyTuple_GetItem(PyTuple_GetItem(t, 2), 0))))) {
             PyErr_Format(PyExc_TypeError, "GuardKey: head %zd is \"device\" (first, and only there), \"options\", "
-                         "(\"attr\", obj, name), (\"own\", obj, name, default) or (\"call\", fn, args)", i);
+                         "(\"attr\", obj, name), (\"own\", obj, name, default) or (\"env\", fn, (variable name, ...))", i);
             return -1;
         }
         h->kind = (char)k;
@@ -2594,8 +2639,19 @@ static int gk_set_heads(GuardKey *self, PyObject *heads) {
             self->given++;
         } else {
             h->obj = Py_NewRef(PyTuple_GetItem(t, 1));
-            if (k == H_CALL) h->extra = Py_NewRef(PyTuple_GetItem(t, 2));
-            else h->name = Py_NewRef(PyTuple_GetItem(t, 2));
+            if (k == H_ENV) {
+                h->extra = Py_NewRef(PyTuple_GetItem(t, 2));
+                PyObject *b = PyUnicode_AsEncodedString(PyTuple_GetItem(h->extra, 0), "utf-8", "surrogateescape");  /* as os.environ encodes it */
+                if (b && (size_t)PyBytes_Size(b) != strlen(PyBytes_AsString(b))) {
+                    PyErr_SetString(PyExc_ValueError, "GuardKey: an environment variable's name has a NUL");
+                    Py_CLEAR(b);
+                }
+                h->name = b ? PyBytes_FromFormat("%s=", PyBytes_AsString(b)) : NULL;
+                Py_XDECREF(b);
+                if (!h->name) return -1;
+            } else {
+                h->name = Py_NewRef(PyTuple_GetItem(t, 2));
+            }
             if (k == H_OWN) h->extra = Py_NewRef(PyTuple_GetItem(t, 3));
         }
     }
@@ -2673,6 +2729,7 @@ static int gk_traverse(PyObject *op, visitproc visit, void *arg) {
     Py_VISIT(self->last); Py_VISIT(self->last_call); Py_VISIT(self->device);
     for (Py_ssize_t i = 0; self->head && i < self->heads; i++) {
         Py_VISIT(self->head[i].obj); Py_VISIT(self->head[i].name); Py_VISIT(self->head[i].extra);
+        Py_VISIT(self->head[i].value);
     }
     Py_VISIT(self->general); Py_VISIT(self->keywords); Py_VISIT(self->defaults); Py_VISIT(self->never_class);
     Py_VISIT(self->kname);

@@ -15,7 +15,9 @@ Anything else (tensor descriptors, unknown types) gives no key and the call take
 A parameter whose argument in the kernel's first call was a tensor descriptor is tested first:
 a descriptor there sends the call to Triton's path before anything is classified. A knob that
 Triton reads from the environment on every call (3.9's fpsan_homomorphic_casts) is keyed by
-what decides its value (triton_adapter.knob_source), not through its descriptor.
+what decides its value (triton_adapter.knob_source), not through its descriptor: the holder's
+own setting, read on every call, and the environment's, read again where the process environment
+has changed since (an "env" head of launcher._call.GuardKey).
 
 While the guard is on, JITFunction.__getitem__ (launcher._call.GuardItem, in C) hands out
 kernel[grid] as a C call bound to the grid (launcher._call.GuardCall, where Triton builds a
@@ -435,8 +437,8 @@ def _guard_params(params) -> list:
 def _knobs() -> list:
     """The knobs in Triton's cache key (A.dispatch_knobs), as heads of the guard's key
     (launcher._call.GuardKey reads them on every call): an env descriptor's knob by what decides
-    its value (A.knob_source: the holder's own setting, else the environment's), any other by
-    its attribute."""
+    its value (A.knob_source: the holder's own setting, else the environment's, whose read is
+    called again only where the environment changed), any other by its attribute."""
     heads = []
     for holder, attr in A.dispatch_knobs():
         source = A.knob_source(holder, attr)
@@ -444,7 +446,7 @@ def _knobs() -> list:
             heads.append(("attr", holder, attr))
         else:
             read, args = source
-            heads += [("own", holder, attr, _UNSET), ("call", read, tuple(args))]
+            heads += [("own", holder, attr, _UNSET), ("env", read, tuple(args))]
     return heads
 
 

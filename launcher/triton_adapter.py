@@ -513,9 +513,11 @@ def knob_source(holder, attr):
     """(read, args) where knob `attr` of `holder` is a Triton env_bool / env_str descriptor: its
     value is then the holder's own setting (`holder.__dict__[attr]`) where there is one, else
     `read(*args)`, the function its `get` calls on the environment variable (3.9's
-    fpsan_homomorphic_casts: libtriton's getenv_bool, read on every call as run reads it). So the
-    pair (the setting or nothing, read(*args)) decides the value, at a fraction of the
-    descriptor's cost. None for anything else (a plain attribute, another descriptor)."""
+    fpsan_homomorphic_casts: libtriton's getenv_bool, read on every call as run reads it), a
+    function of the variable args[0] alone (libtriton's getenv and getenv_bool read C's environment
+    and nothing else). So the pair (the setting or nothing, read(*args)) decides the value, at a
+    fraction of the descriptor's cost. None for anything else (a plain attribute, another
+    descriptor)."""
     from triton import knobs
 
     desc = next((vars(c)[attr] for c in type(holder).__mro__ if attr in vars(c)), None)

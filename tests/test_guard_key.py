@@ -8,6 +8,7 @@ that record (the GPU tests launch through it for real: tests/test_gpu_fast_dispa
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import types
 import weakref
@@ -518,17 +519,18 @@ def test_a_call_without_its_parts_set_raises():
 
 
 def test_heads_are_read_on_every_call_as_their_spec_says():
-    """("attr", obj, name), ("own", obj, name, default): obj.__dict__.get, ("call", fn, args):
-    read for every key, so a knob changed between calls makes another key; settle() replaces the
-    device getter a hit calls."""
+    """("attr", obj, name), ("own", obj, name, default): obj.__dict__.get: read for every key, so a
+    knob changed between calls makes another key; ("env", fn, (name, ...)): fn(name, ...) again
+    where the environment changed (test_an_env_head_is_read_again_when_the_environment_changes);
+    settle() replaces the device getter a hit calls."""
     knob = types.SimpleNamespace()
     reads = []
     spec = ("device", ("attr", FLAGS, "debug"), ("own", knob, "mode", "unset"),
-            ("call", lambda *a: reads.append(a) or len(reads), ("ENV", 0)), "options")
+            ("env", lambda *a: reads.append(a) or len(reads), ("LAUNCHER_TEST_UNSET_VAR", 0)), "options")
     k = keyer(heads=spec)
     assert k.key(*GIVEN, *CALL)[0][:5] == ("dev", "debug", "unset", 1, ())
     knob.mode = "set"
-    assert k.key(*GIVEN, *CALL)[0][:5] == ("dev", "debug", "set", 2, ()) and reads == [("ENV", 0)] * 2
+    assert k.key(*GIVEN, *CALL)[0][:5] == ("dev", "debug", "set", 1, ()) and reads == [("LAUNCHER_TEST_UNSET_VAR", 0)]
     k, record, *_ = call_setup()
     assert k.hit((1,), *CALL) == "KERNEL"
     assert k.device() == "dev"
@@ -536,6 +538,46 @@ def test_heads_are_read_on_every_call_as_their_spec_says():
     assert k.hit((1,), *CALL).__class__ is tuple  # another device: another key, a miss
     with pytest.raises(TypeError):
         k.settle("not callable", Tensor)
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_an_env_head_is_read_again_when_the_environment_changes(monkeypatch, present):
+    """An "env" head's fn is a function of its variable: called again only where the environment
+    may have changed since (any write through os.environ: the variable set, replaced, removed;
+    another variable added or removed before it), and its answer is the key's head."""
+    name, other = "LAUNCHER_TEST_ENV_HEAD", "LAUNCHER_TEST_ENV_OTHER"
+    monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv(other, raising=False)
+    if present:
+        monkeypatch.setenv(name, "first")
+    reads = []
+
+    def read(var, default):
+        reads.append(var)
+        return os.environ.get(var, default)
+
+    k = keyer(heads=("device", ("env", read, (name, "unset")), "options"))
+    head = lambda: k.key(*GIVEN, *CALL)[0][1]  # noqa: E731
+    expect = "first" if present else "unset"
+    assert [head() for _ in range(5)] == [expect] * 5 and len(reads) == 1  # read once while nothing changes
+    steps = [(lambda: monkeypatch.setenv(name, "a"), "a"),
+             (lambda: monkeypatch.setenv(name, "b"), "b"),  # replaced
+             (lambda: monkeypatch.setenv(other, "x"), "b"),  # another variable added: read again, same answer
+             (lambda: monkeypatch.setenv(name, "b2"), "b2"),
+             (lambda: monkeypatch.delenv(other), "b2"),
+             (lambda: monkeypatch.delenv(name), "unset"),  # removed
+             (lambda: monkeypatch.setenv(other, "y"), "unset"),
+             (lambda: monkeypatch.setenv(name, "c"), "c")]  # added again
+    for i, (change, want) in enumerate(steps):
+        before = len(reads)
+        change()
+        assert head() == want, i
+        assert len(reads) == before + 1, i  # every write here may change the variable: read again
+        assert head() == want and len(reads) == before + 1, i  # and not again until the next
+    for bad in [("env", read, ()), ("env", read, (5,)), ("env", "not callable", (name,)), ("env", read, [name]),
+                ("env", read, ("A\0B",))]:
+        with pytest.raises((TypeError, ValueError)):
+            keyer(heads=("device", bad, "options"))
 
 
 def test_the_call_holds_no_reference_after_it_returns():
