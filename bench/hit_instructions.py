@@ -15,7 +15,9 @@ before the GPU can time it; they are not launch latency (no driver, no GIL hand-
 misses counted as time).
 
 Cases: add (vector add: three torch tensors, an int, BLOCK=1024 by keyword), mixed19 (five
-tensors, five small ints, four 2**40 ints, five floats), args64 (a tensor and 63 ints).
+tensors, five small ints, four 2**40 ints, five floats), args64 (a tensor and 63 ints), decode
+(the suite's decode step, its eight calls written out as the suite writes them; --hits counts
+steps, and the count printed is per launch).
 `--profile DIR` keeps the callgrind files (callgrind_annotate reads them).
 """
 from __future__ import annotations
@@ -37,9 +39,11 @@ def _workload(case: str, hits: int) -> None:
 
     import cpu_triton
     from launcher import fast_dispatch
+    from launcher.bench import decode, kernels, sites
     from launcher.bench.kernels import add, args64, mixed19  # the suite's kernels
 
-    with cpu_triton.cpu_triton(90, add, args64, mixed19, quiet=True):  # launches record nothing
+    steps = [getattr(kernels, name) for name in decode.KERNELS]
+    with cpu_triton.cpu_triton(90, add, args64, mixed19, *steps, quiet=True):  # launches record nothing
         fast_dispatch.enable()
         out = torch.zeros(1024)
         g = (1,)
@@ -53,6 +57,10 @@ def _workload(case: str, hits: int) -> None:
 
             def step():
                 args64[g](out, *vals)
+        elif case == "decode":  # the suite's decode step: eight launches of four kernels, a hit each
+            buf = {name: torch.zeros(shape) for name, shape in decode.SHAPES.items()}
+            step = sites.sequence([(f"k{i}[grid{i}]", {f"k{i}": getattr(kernels, name), f"grid{i}": grid}, args, kw)
+                                   for i, (name, grid, args, kw) in enumerate(decode.launches(buf))])  # as the suite calls it
         else:
             a = (*[torch.zeros(1) for _ in range(5)], 3, 5, 7, 9, 11, *[2**40 + k for k in (1, 3, 5, 7)],
                  0.5, 1.5, 2.5, 3.5, 4.5)
@@ -65,8 +73,11 @@ def _workload(case: str, hits: int) -> None:
         for _ in range(hits):
             step()
         after = fast_dispatch.stats()
-        if after["hits"] - before["hits"] != hits or any(after[k] != before[k] for k in ("misses", "fallbacks")):
+        if after["hits"] - before["hits"] != hits * _PER_STEP.get(case, 1) or any(after[k] != before[k] for k in ("misses", "fallbacks")):
             sys.exit(f"not every call was a hit: {before} -> {after}")  # a count of something else
+
+
+_PER_STEP = {"decode": 8}  # hits per step of a case: launcher.bench.decode.LAUNCHES_PER_STEP
 
 
 def _count(python: str, case: str, hits: int, out: str) -> int:
@@ -82,7 +93,7 @@ def _count(python: str, case: str, hits: int, out: str) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--case", default="add", choices=("add", "mixed19", "args64"))
+    ap.add_argument("--case", default="add", choices=("add", "mixed19", "args64", "decode"))
     ap.add_argument("--hits", type=int, nargs=2, default=(2000, 12000))
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--profile", help="keep the callgrind files in this folder")
@@ -103,8 +114,9 @@ def main(argv=None) -> int:
         folder = a.profile or tmp
         os.makedirs(folder, exist_ok=True)
         counts = [_count(a.python, a.case, n, os.path.join(folder, f"callgrind.{a.case}.{n}")) for n in (lo, hi)]
-    print(f"{a.case}: {(counts[1] - counts[0]) / (hi - lo):,.0f} instructions per hit "
-          f"({lo} and {hi} hits: {counts[0]:,} and {counts[1]:,})")
+    per = _PER_STEP.get(a.case, 1)
+    print(f"{a.case}: {(counts[1] - counts[0]) / (hi - lo) / per:,.0f} instructions per hit "
+          f"({lo} and {hi} {'steps' if per > 1 else 'hits'}: {counts[0]:,} and {counts[1]:,})")
     return 0
 
 
