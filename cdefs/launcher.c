@@ -635,6 +635,45 @@ int launcher_bound_launch(launcher_bound *b, uint64_t stream) {
     return launcher_bound_repeat(b, stream, 1);
 }
 
+int launcher_bound_sequence(launcher_bound *const *bounds, int n, uint64_t stream, int count, int *failed) {
+    *failed = 0;
+    if (n < 1 || n > LAUNCHER_SEQUENCE_MAX)
+        return LAUNCHER_ERROR_BAD_PLAN;
+    for (int i = 0; i < n; i++)
+        if (!bounds[i] || !bounds[i]->plan || bounds[i]->plan->magic != PLAN_MAGIC) {
+            *failed = i;
+            return LAUNCHER_ERROR_BAD_PLAN;
+        }
+    int rc = launcher_driver_init();
+    if (rc != 0)
+        return rc;
+    CUcontext ctx = NULL;
+    if ((rc = current_context(&ctx, 0)) != CUDA_SUCCESS)
+        return rc;
+    CUlaunchConfig config[LAUNCHER_SEQUENCE_MAX];
+    CUfunction fn[LAUNCHER_SEQUENCE_MAX];
+    int skip[LAUNCHER_SEQUENCE_MAX];
+    for (int i = 0; i < n; i++) {  /* every check first, as launcher_bound_repeat makes them */
+        *failed = i;
+        if ((rc = bound_check(bounds[i], ctx)) != CUDA_SUCCESS)
+            return rc;
+        launcher_header h = bounds[i]->header;
+        h.stream = stream;
+        if ((rc = make_config(bounds[i]->plan, &h, &config[i])) != 0 && rc != 1)
+            return rc;
+        skip[i] = rc == 1;  /* an empty grid launches nothing */
+        fn[i] = (CUfunction)(uintptr_t)h.function;
+    }
+    rc = CUDA_SUCCESS;
+    for (int k = 0; k < count; k++)
+        for (int i = 0; i < n; i++)
+            if (!skip[i] && (rc = cu.cuLaunchKernelEx(&config[i], fn[i], bounds[i]->params, NULL)) != CUDA_SUCCESS) {
+                *failed = i;
+                return rc;
+            }
+    return rc;
+}
+
 /* ---- tensor maps ---- */
 int launcher_encode_tensor_map(char *out_128_bytes, const launcher_tensor_map_format *format,
                                uint64_t global_address, const int64_t *dims) {

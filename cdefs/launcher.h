@@ -185,6 +185,12 @@ void launcher_bound_free(launcher_bound *bound);
 int launcher_bound_launch(launcher_bound *bound, uint64_t stream);
 int launcher_bound_repeat(launcher_bound *bound, uint64_t stream, int count);
 
+/* The benchmarks' floor of a sequence (the decode step): the n bound launches one after another,
+ * `count` times, in one C loop on `stream` (every check made once, first). n is 1 to
+ * LAUNCHER_SEQUENCE_MAX; *failed gets the index of the launch a failure is about. */
+enum { LAUNCHER_SEQUENCE_MAX = 64 };
+int launcher_bound_sequence(launcher_bound *const *bounds, int n, uint64_t stream, int count, int *failed);
+
 /* The parameter index of the last LAUNCHER_ERROR_BAD_POINTER in this thread. */
 int launcher_last_bad_param(void);
 

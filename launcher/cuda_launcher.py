@@ -308,6 +308,20 @@ class BoundLaunch:
             self.launcher._launch_failed(status, self.buffer)
 
 
+def repeat_sequence(bounds, count: int) -> None:
+    """Launch the BoundLaunches `bounds` one after another, `count` times, in one C call on the
+    stream they were packed with (the C floor of a sequence of launches: the decode step's)."""
+    bounds = list(bounds)
+    if any(not isinstance(b, BoundLaunch) for b in bounds):
+        raise TypeError("repeat_sequence takes BoundLaunch objects (CudaLauncher.bind)")
+    streams = {b.stream for b in bounds}
+    if len(streams) > 1:
+        raise ValueError(f"repeat_sequence: the launches were bound to {len(streams)} streams, expected one")
+    status, failed = driver.bound_sequence([b._handle for b in bounds], streams.pop() if streams else 0, count)
+    if status:
+        bounds[failed].launcher._launch_failed(status, bounds[failed].buffer)
+
+
 # ---- one _Shape per spec shape ----
 _shapes_lock = threading.Lock()
 _shapes: dict = {}

@@ -273,6 +273,17 @@ def bind(plan, buf: bytes):
     return ffi.gc(bound, lib.launcher_bound_free), lib.launcher_bound_launch, lib.launcher_bound_repeat
 
 
+def bound_sequence(handles: list, stream: int, count: int) -> tuple:
+    """The bound launches `handles` (bind's) one after another, `count` times, in one C loop on
+    `stream`: (status, index of the launch a failure is about)."""
+    ffi, lib = native()
+    if not 0 < len(handles) <= lib.LAUNCHER_SEQUENCE_MAX:
+        raise ValueError(f"a sequence is 1 to {lib.LAUNCHER_SEQUENCE_MAX} bound launches, got {len(handles)}")
+    failed = ffi.new("int *")
+    status = lib.launcher_bound_sequence(ffi.new("launcher_bound *[]", handles), len(handles), stream, count, failed)
+    return status, failed[0]
+
+
 def last_bad_param() -> int:
     return native()[1].launcher_last_bad_param()
 

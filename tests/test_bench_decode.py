@@ -157,6 +157,8 @@ def _goal(text):
 GUARD = "decode step: guard against stock eager"
 BUNDLE = "decode step: bundle against stock eager (reported)"
 GRAPH = "decode step: CUDA graph replay against stock eager (reported)"
+FLOOR = "decode step: the step's C floor against stock eager (reported: what the goal above leaves)"
+ABOVE = "decode step: guard against the step's C floor (reported)"
 
 
 def test_the_decode_goals_are_ratios_within_a_round_with_a_verdict():
@@ -169,7 +171,7 @@ def test_the_decode_goals_are_ratios_within_a_round_with_a_verdict():
     assert rows[0].summary["median"] == pytest.approx((expected[19] + expected[20]) / 2)
     rows, _ = results.evaluate(_goal(GUARD), _run(ratios={N.FAST: 0.4}))
     assert rows[0].verdict == "not met"
-    for text, value in ((BUNDLE, 0.22), (GRAPH, 0.08)):
+    for text, value in ((BUNDLE, 0.22), (GRAPH, 0.08), (FLOOR, 0.2), (ABOVE, 1.25)):
         rows, _ = results.evaluate(_goal(text), run)
         assert rows[0].verdict == "reported" and rows[0].summary["median"] == pytest.approx(value, rel=0.03)
 
@@ -179,17 +181,19 @@ def test_the_report_renders_the_decode_goal_rows_and_section():
     goal = next(line for line in md.splitlines() if line.startswith(f"| {GUARD} |"))
     cells = [c.strip() for c in goal.strip("|").split("|")]
     assert cells[1] == "≤ 0.30" and cells[2].startswith("0.2") and "[" in cells[2] and cells[3] == "met"
-    for text in (BUNDLE, GRAPH):
+    for text in (BUNDLE, GRAPH, FLOOR, ABOVE):
         row = next(line for line in md.splitlines() if line.startswith(f"| {text} |"))
         assert row.rstrip().endswith("| reported |")
     assert f"## Decode step\n\n{N.DECODE}. Method: 40 interleaved rounds" in md and "100 steps of 8 launches" in md
     section = md.split("## Decode step")[1].split("\n## ")[0]
     table = [line for line in section.splitlines() if line.startswith("| ")]
-    assert table[0] == "| path | µs per step | × stock eager (same round) | what |"
+    assert table[0] == "| path | µs per step | × stock eager (same round) | × the step's C floor (same round) | what |"
     assert [line.split("|")[1].strip() for line in table[1:]] == N.DECODE_PATHS
     assert table[1].split("|")[3].strip() == "1"
-    graph = table[-1].split("|")
-    assert graph[3].strip().startswith("0.08") and "[" in graph[3] and "CUDAGraph" in graph[4]
+    rows = {line.split("|")[1].strip(): line.split("|") for line in table[1:]}
+    assert rows[N.FAST][4].strip().startswith("1.2") and rows[N.FLOOR][4].strip() == "1"
+    graph = rows[N.GRAPH]
+    assert graph[3].strip().startswith("0.08") and "[" in graph[3] and graph[4].strip() == "–" and "CUDAGraph" in graph[5]
 
 
 def test_a_path_the_decode_step_skipped_is_reported_with_the_reason():
@@ -211,7 +215,7 @@ def test_compare_counts_the_decode_ratios_but_not_with_hot_only():
     a, b = _run(seed=1), _run(seed=2, ratios={N.FAST: 0.35})
     text, bad, n = compare.compare_runs(a, b)
     differs = [line for line in text.splitlines() if "DIFFERS" in line]
-    assert differs == [line for line in differs if line.startswith(f"| {N.DECODE} | {N.FAST} / {N.STOCK_JIT} |")]
-    assert len(differs) == 1 and bad == 1
+    assert [line.split("|")[2].strip() for line in differs] == [f"{N.FAST} / {N.STOCK_JIT}", f"{N.FAST} / {N.FLOOR}"]
+    assert all(line.startswith(f"| {N.DECODE} |") for line in differs) and bad == 2
     text, bad, _ = compare.compare_runs(a, b, hot_only=True)
     assert N.DECODE not in text and bad == 0

@@ -68,7 +68,7 @@ def decode_bench(seed=0, rounds=40, stock=110.0, ratios=None, noise=0.02, skippe
     """The benchmark entry of a synthetic test_decode_step: µs per step of stock eager, and each
     other path as a ratio to it (made up; the round factor is shared by every path of a round)."""
     rng = random.Random(seed)
-    ratios = {N.OURS_JIT: 0.95, N.FAST: 0.25, N.BUNDLE: 0.22, N.GRAPH: 0.08, **(ratios or {})}
+    ratios = {N.OURS_JIT: 0.95, N.FAST: 0.25, N.BUNDLE: 0.22, N.FLOOR: 0.2, N.GRAPH: 0.08, **(ratios or {})}
     skipped = dict(skipped or {})
     paths = {p: [] for p in [N.STOCK_JIT] + [p for p in ratios if p not in skipped]}
     for _ in range(rounds):
@@ -78,7 +78,8 @@ def decode_bench(seed=0, rounds=40, stock=110.0, ratios=None, noise=0.02, skippe
     return _bench("test_decode_step", {
         "kind": "decode", "group": N.DECODE, "unit": "µs per step", "ops_per_batch": 100, "rounds": rounds,
         "warmup_rounds": 3, "paths": paths, "skipped": skipped, "launches_per_step": 8,
-        "ratios": [[p, N.STOCK_JIT] for p in N.DECODE_PATHS if p != N.STOCK_JIT]})
+        "ratios": [[p, N.STOCK_JIT] for p in N.DECODE_PATHS if p != N.STOCK_JIT]
+        + [[p, N.FLOOR] for p in N.DECODE_PATHS if p not in (N.FLOOR, N.GRAPH)]})
 
 
 def _bench(name, info):

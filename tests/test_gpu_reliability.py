@@ -205,3 +205,21 @@ def test_bound_launch_repeats_the_same_launch(add_kernel):
     bound.repeat(10)
     torch.cuda.synchronize()
     assert torch.equal(out, 2 * x)
+
+
+def test_a_sequence_of_bound_launches_runs_in_order(add_kernel):
+    """cuda_launcher.repeat_sequence (the decode step's C floor): each step's launches in order,
+    on one stream, every step."""
+    ck = add_kernel
+    s = torch.cuda.current_stream().cuda_stream
+    x = torch.arange(N, device="cuda", dtype=torch.float32)
+    a, b = torch.zeros(N, device="cuda"), torch.zeros(N, device="cuda")
+    first = ck._run.bind(N // 1024, 1, 1, s, ck.function, ck.packed_metadata, x, x, a, N, 1024)  # a = 2x
+    second = ck._run.bind(N // 1024, 1, 1, s, ck.function, ck.packed_metadata, a, x, b, N, 1024)  # b = a + x
+    cuda_launcher.repeat_sequence([first, second], 5)
+    torch.cuda.synchronize()
+    assert torch.equal(a, 2 * x) and torch.equal(b, 3 * x)
+    other = ck._run.bind(N // 1024, 1, 1, torch.cuda.Stream().cuda_stream, ck.function, ck.packed_metadata,
+                         x, x, a, N, 1024)
+    with pytest.raises(ValueError, match="streams"):
+        cuda_launcher.repeat_sequence([first, other], 1)

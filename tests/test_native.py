@@ -108,6 +108,21 @@ def test_a_null_plan_is_refused():
     assert L.launcher_launch(ffi.NULL, bytes(H), H) == L.LAUNCHER_ERROR_BAD_PLAN
     assert L.launcher_bound_launch(ffi.NULL, 0) == L.LAUNCHER_ERROR_BAD_PLAN
     assert L.launcher_plan_dry_run_size(ffi.NULL) == -1
+    failed = ffi.new("int *")
+    nulls = ffi.new("launcher_bound *[]", 3)
+    assert L.launcher_bound_sequence(nulls, 3, 0, 1, failed) == L.LAUNCHER_ERROR_BAD_PLAN and failed[0] == 0
+    for n in (0, -1, L.LAUNCHER_SEQUENCE_MAX + 1):  # the count is checked before any item is read
+        assert L.launcher_bound_sequence(ffi.NULL, n, 0, 1, failed) == L.LAUNCHER_ERROR_BAD_PLAN
+
+
+def test_a_sequence_of_bound_launches_is_checked_in_python():
+    from launcher import cuda_launcher
+
+    for bad, err in [([], ValueError), (["not bound"], TypeError), ([None], TypeError)]:
+        with pytest.raises(err):
+            cuda_launcher.repeat_sequence(bad, 1)
+    with pytest.raises(ValueError, match="1 to 64"):
+        driver.bound_sequence([driver.native()[0].NULL] * 65, 0, 1)
 
 
 def test_a_launcher_handed_a_short_buffer_raises_and_survives():

@@ -67,12 +67,14 @@ PATH_TEXT = {
 # time, eight launches at a time, and the CUDA graph of stock's step.
 DECODE = "decode step: 8 launches, 8x1024 fp32"
 GRAPH = "CUDA graph replay"
-DECODE_PATHS = [STOCK_JIT, OURS_JIT, FAST, BUNDLE, GRAPH]
+DECODE_PATHS = [STOCK_JIT, OURS_JIT, FAST, BUNDLE, FLOOR, GRAPH]
 DECODE_TEXT = {
     STOCK_JIT: "stock eager: the eight `kernel[grid](...)` calls through Triton's own path and launcher",
     OURS_JIT: "the eight `kernel[grid](...)` calls with `launcher.install()` (fast dispatch off)",
     FAST: "the eight `kernel[grid](...)` calls with `launcher.install(fast_dispatch=True)`",
     BUNDLE: "the eight kernels exported with `launcher.export`, called as `bundle.k[grid](...)`",
+    FLOOR: "C floor: the eight launches bound once, one C loop over cuLaunchKernelEx per batch "
+           "(`cuda_launcher.repeat_sequence`)",
     GRAPH: "`torch.cuda.CUDAGraph` of stock's step, captured once, `replay()` per step",
 }
 

@@ -90,14 +90,17 @@ def _decode_section(run: R.Run, by_key: dict) -> list:
                   + _sites_note(g.info), ""]
         rows = []
         order = [p for p in N.DECODE_PATHS if p in g.paths] + [p for p in g.paths if p not in N.DECODE_PATHS]
+
+        def ratio(p, to):
+            if p == to:
+                return "1"
+            r = by_key.get((g.kind, g.name, f"{p} / {to}"))
+            return "–" if r is None else cell(r.summary) + (" ⚠" if r.invalid else "")
+
         for p in order:
-            if p == base:
-                ratio = "1"
-            else:
-                r = by_key.get((g.kind, g.name, f"{p} / {base}"))
-                ratio = "–" if r is None else cell(r.summary) + (" ⚠" if r.invalid else "")
-            rows.append([p, cell(summary(g.paths[p])), ratio, N.DECODE_TEXT.get(p, "")])
-        lines += _table(["path", "µs per step", "× stock eager (same round)", "what"], rows)
+            rows.append([p, cell(summary(g.paths[p])), ratio(p, base), ratio(p, N.FLOOR), N.DECODE_TEXT.get(p, "")])
+        lines += _table(["path", "µs per step", "× stock eager (same round)", "× the step's C floor (same round)",
+                         "what"], rows)
     return lines
 
 

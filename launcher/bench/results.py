@@ -213,6 +213,10 @@ GOALS = [
          (N.DECODE,), "decode"),
     Goal("decode step: CUDA graph replay against stock eager (reported)", math.nan, "", "ratio", N.GRAPH,
          N.STOCK_JIT, (N.DECODE,), "decode"),
+    Goal("decode step: the step's C floor against stock eager (reported: what the goal above leaves)", math.nan,
+         "", "ratio", N.FLOOR, N.STOCK_JIT, (N.DECODE,), "decode"),
+    Goal("decode step: guard against the step's C floor (reported)", math.nan, "", "ratio", N.FAST, N.FLOOR,
+         (N.DECODE,), "decode"),
 ]
 
 

@@ -25,6 +25,7 @@ LAUNCHER_BENCH_COLD_ROUNDS (20), LAUNCHER_BENCH_STARTUP_PROCS (5), LAUNCHER_BENC
 from __future__ import annotations
 
 import ctypes
+import inspect
 import json
 import os
 import re
@@ -789,6 +790,25 @@ def _decode_bundle(d, ctx):
     return Path(N.BUNDLE, _steps(step), DECODE_STEPS)
 
 
+def _decode_floor(d, ctx):
+    """The step's C floor: its eight launches bound once with ours' CompiledKernels
+    (CudaLauncher.bind) and launched one after another in one C loop, a batch of DECODE_STEPS
+    steps in one call (cuda_launcher.repeat_sequence): what the GPU host's driver costs for the
+    step's eight kernels in turn, with nothing above cuLaunchKernelEx."""
+    from launcher import cuda_launcher
+
+    if not hasattr(cuda_launcher, "repeat_sequence"):
+        raise Unavailable("launcher.cuda_launcher.repeat_sequence does not exist yet")
+    s, bounds = stream(), []
+    for name, grid, args, kw in d.plan:
+        ck = d.ours_ck[name]
+        values = inspect.signature(getattr(K, name).fn).bind(*args, **kw).arguments.values()  # constexprs too
+        grid3 = tuple(grid) + (1,) * (3 - len(grid))
+        bounds.append(ck._run.bind(*grid3, s, ck.function, ck.packed_metadata, *values))
+    d.check(N.FLOOR, lambda: cuda_launcher.repeat_sequence(bounds, 1))
+    return Path(N.FLOOR, lambda: cuda_launcher.repeat_sequence(bounds, DECODE_STEPS), DECODE_STEPS)
+
+
 def _decode_graph(d, ctx):
     if d.graph is None:
         raise Unavailable(d.graph_error)
@@ -819,7 +839,8 @@ def test_decode_step(benchmark, env, decode, tmp_path):
     d.check(N.OURS_JIT, ours)
     paths = [Path(N.STOCK_JIT, _steps(stock), DECODE_STEPS), Path(N.OURS_JIT, _steps(ours), DECODE_STEPS)]
     skipped, invalid, notes = {}, {}, {}
-    for pname, build in ((N.FAST, _decode_fast), (N.BUNDLE, _decode_bundle), (N.GRAPH, _decode_graph)):
+    for pname, build in ((N.FAST, _decode_fast), (N.BUNDLE, _decode_bundle), (N.FLOOR, _decode_floor),
+                         (N.GRAPH, _decode_graph)):
         try:
             paths.append(build(d, ctx))
         except Unavailable as e:
@@ -842,7 +863,8 @@ def test_decode_step(benchmark, env, decode, tmp_path):
         notes[N.GRAPH] = f"device time of one replayed step (CUDA events): {d.graph_device_us:.1f} µs"
     record(benchmark, env, "decode", N.DECODE, r.times, cpu_note=r.cpu_note, unit="µs per step", ops=DECODE_STEPS,
            warmup=WARMUP, skipped=skipped, invalid=invalid, notes=notes,
-           ratios=[(p, N.STOCK_JIT) for p in N.DECODE_PATHS if p != N.STOCK_JIT],
+           ratios=[(p, N.STOCK_JIT) for p in N.DECODE_PATHS if p != N.STOCK_JIT]
+           + [(p, N.FLOOR) for p in N.DECODE_PATHS if p not in (N.FLOOR, N.GRAPH)],
            launches_per_step=D.LAUNCHES_PER_STEP, shape=f"{D.ROWS}x{D.COLS} fp32", triton_version=triton.__version__,
            call_sites=sites.WRITTEN)
     for pname, why in skipped.items():
