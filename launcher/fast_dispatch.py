@@ -56,6 +56,7 @@ from launcher.specialization import DIVISIBILITY_MASK as _MASK, triton_type
 from launcher.specialization import int_key as _int_key, item_key as _full_key
 
 _lock = threading.Lock()
+_redispatching = threading.local()  # Guard._redispatch: whether this thread is in one
 _state: dict = {}  # while enabled: the original JITFunction.run
 _attached: "weakref.WeakSet" = weakref.WeakSet()  # the guards in front of their kernels now
 _fallbacks: collections.Counter = collections.Counter()  # reason (a str, or a class's NoKey) -> count
@@ -73,7 +74,7 @@ _FINDER: list = []  # A.cached_kernel_finder(), one for every guard (made with t
 def _finder():
     """Triton's cache lookup as its run makes it (A.cached_kernel_finder): the same function for
     every guard, so that a miss on a kernel never called before touches no finder of its own."""
-    if not _FINDER:  # no lock: guards are made under _lock; two threads at once would make two alike
+    if not _FINDER:  # no lock: two threads at once would make two alike, and the first serves
         _FINDER.append(A.cached_kernel_finder())
     return _FINDER[0]
 
@@ -157,16 +158,34 @@ def _first_run(self, *args, grid, warmup, **kwargs):
     dormant one, unless what it was made with has changed), then run it."""
     run = self.__dict__.get("run")
     if run is None:
-        with _lock:  # not while disable() takes the guards away
-            original = _state.get("run")
-            if original is not None:
-                guard = self.__dict__.get(_GUARD)
-                if guard is None or not guard.attach(original):
-                    guard = Guard(self, original, example=(args, kwargs))
-                run = guard.run
+        run = _guard_run(self, (args, kwargs))
         if run is None:  # switched off meanwhile: Triton's own dispatch
             return type(self).run(self, *args, grid=grid, warmup=warmup, **kwargs)
     return run(*args, grid=grid, warmup=warmup, **kwargs)
+
+
+def _guard_run(jit, example):
+    """The run of the guard now in front of `jit`: its dormant guard put back, else a new one;
+    None where the guard was switched off meanwhile. A new guard is made without the lock held:
+    making it reads the example call's arguments (data_ptr(), dtype: code of the caller's, which
+    may launch a kernel, or switch the guard, itself); it is put in front under the lock, unless
+    a guard was put in front of the kernel meanwhile (by that code, or another thread)."""
+    with _lock:  # not while disable() takes the guards away
+        original = _state.get("run")
+        if original is None:
+            return None
+        guard = jit.__dict__.get(_GUARD)
+        if guard is not None and guard.attach(original):
+            return guard.run
+    made = Guard(jit, original, example=example, put_in_front=False)
+    with _lock:
+        if _state.get("run") is not original:
+            return None
+        run = jit.__dict__.get("run")
+        if run is not None:
+            return run
+        made._put_in_front()
+        return made.run
 
 
 _NO_KEY_CLASSES: dict = {}  # classes whose instances never key (tensor descriptors) -> their NoKey
@@ -228,11 +247,12 @@ def _item_key(v, tensor):
 class Guard:
     """One JITFunction's guard: its generated run, its recorded kernels and its counters."""
 
-    def __init__(self, jit, original, *, device=None, stream=None, example=None):
+    def __init__(self, jit, original, *, device=None, stream=None, example=None, put_in_front=True):
         """original: Triton's JITFunction.run (fixed for the guard: its generated code holds it
         too); device, stream: the current-device and
         current-stream getters (Triton's active driver's by default); example: (args, kwargs)
-        of a first call, whose argument classes the generated code tests first."""
+        of a first call, whose argument classes the generated code tests first; put_in_front:
+        whether the guard goes in front of its kernel now (else _put_in_front() does it)."""
         self.jit = jit
         self.original = original
         self._getters = (device, stream)
@@ -258,8 +278,8 @@ class Guard:
             self.keyer.set_call(self.general, {p.name: i for i, p in enumerate(params)},
                                 tuple(() if p.default is A.EMPTY else (p.default,) for p in params),
                                 (at, never[1]) if never is not None else None, str(name))
-        jit.__dict__[_GUARD] = self
-        self._put_in_front()
+        if put_in_front:
+            self._put_in_front()
 
     def _environment(self) -> tuple:
         """What the generated run was made with, besides the kernel: Triton's run, the device
@@ -277,6 +297,7 @@ class Guard:
 
     def _put_in_front(self):
         jit = self.jit.__dict__
+        jit[_GUARD] = self
         jit["run"] = self.run
         if self.keyer is not None:  # kernel[grid] is a call of the keyer (GuardItem binds the grid)
             jit[_CALL] = (self.run, self.keyer)
@@ -350,7 +371,17 @@ class Guard:
         return self.original(self.jit, *values, grid=grid, warmup=warmup, **options)
 
     def _redispatch(self, grid, options, values):
-        return self.jit.run(*values, grid=grid, warmup=False, **options)
+        """The guard is no longer in front of its kernel (taken away before the call, or during
+        it by code the call ran: data_ptr(), __index__): the call dispatches as the kernel does
+        now. A call made while this thread redispatches takes Triton's path: code that takes the
+        guard away and puts it back on every read would otherwise never end."""
+        if getattr(_redispatching, "on", False):
+            return self.original(self.jit, *values, grid=grid, warmup=False, **options)
+        _redispatching.on = True
+        try:
+            return self.jit.run(*values, grid=grid, warmup=False, **options)
+        finally:
+            _redispatching.on = False
 
     def _recall(self, key, device, options, values):
         """A miss: the entry of the kernel Triton's cache holds for this call, found as Triton's

@@ -6,6 +6,8 @@ the CPU for exactly that specialization, and "launching" it records the bytes it
 pack (a dry run). Over generated calls the guard, in front of it, must launch the kernel
 Triton's key chooses, with the bytes Triton's path packs, whether the call hits or misses."""
 import os
+import subprocess
+import sys
 import types
 
 import pytest
@@ -1005,6 +1007,50 @@ def test_a_hit_follows_what_tritons_kernel_cache_holds_under_its_key():
         finally:
             fast_dispatch.disable()
             store_kernel.__dict__.pop("_launcher_guard", None)
+
+
+@pytest.mark.parametrize("inside", ["a launch", "disable", "disable and enable", "disable and enable, every time"])
+def test_code_an_argument_runs_on_a_first_call_may_launch_or_switch_the_guard(inside):
+    """Making a kernel's guard reads its first call's arguments (data_ptr(), dtype: the caller's
+    code). That code may launch another kernel (its own first call: another guard to make) or
+    switch the guard: the call completes as without the guard (no lock is held meanwhile).
+    In a process of its own: before the fix, it hung."""
+    code = f"""
+import sys
+sys.path[:0] = {[str(os.path.dirname(__file__))]!r}
+import triton.language as tl
+from cpu_triton import FakeTensor, cpu_triton
+from kernels import add_kernel, store_kernel
+from launcher import fast_dispatch
+
+class Lazy(FakeTensor):
+    done = False
+
+    def data_ptr(self):  # the first time it is asked (Triton asks again), unless every time
+        if Lazy.done and not {inside!r}.endswith("every time"):
+            return self.ptr
+        Lazy.done = True
+        if {inside!r} == "a launch":
+            store_kernel[(1,)](FakeTensor(0x10000, tl.float32), 3)  # its own first call
+        else:
+            fast_dispatch.disable()
+            if {inside!r}.startswith("disable and enable"):
+                fast_dispatch.enable()
+        return self.ptr
+
+with cpu_triton(90, add_kernel, store_kernel) as d:
+    fast_dispatch.enable()
+    x = FakeTensor(0x20000, tl.float32)
+    add_kernel[(1,)](x, x, Lazy(0x30000, tl.float32), 16, BLOCK=16)
+    add_kernel[(1,)](x, x, x, 16, BLOCK=16)
+    sys.setrecursionlimit(400)  # a redispatch that never ends fails fast
+    add_kernel[(1,)](x, x, Lazy(0x30000, tl.float32), 16, BLOCK=16)
+    print([launch.name for launch in d.launches])
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    names = eval(r.stdout.strip().splitlines()[-1])
+    assert names.count("add_kernel") == 3 and names.count("store_kernel") == (inside == "a launch")
 
 
 def test_launch_options_are_keyed_by_class_too():
