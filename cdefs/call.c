@@ -1889,7 +1889,7 @@ static PyObject *gk_build(GuardKey *self, PyObject *const *heads, PyObject *cons
 }
 
 /* Whether the last key (`key`: self->last's, held by the caller, read from self->last just now)
- * holds exactly items (as a dict lookup compares keys: identity, else ==): 1, 0, -1 with an
+ * holds exactly items (as a dict lookup compares keys: identity, else equal hashes and ==): 1, 0, -1 with an
  * error.  Identity is tested on self->last_items, its items as an array, before any Python code
  * can run (another thread may replace the last key after that); == on the tuple itself. */
 static int gk_same(GuardKey *self, PyObject *key, PyObject *const *items, Py_ssize_t n) {
@@ -1899,6 +1899,9 @@ static int gk_same(GuardKey *self, PyObject *key, PyObject *const *items, Py_ssi
     for (; i < n; i++) {
         PyObject *k = PyTuple_GetItem(key, i);
         if (k == items[i]) continue;
+        Py_hash_t hk = PyObject_Hash(k), hi = hk == -1 ? -1 : PyObject_Hash(items[i]);
+        if (hi == -1) return -1;  /* unhashable: the dict's lookup raises too */
+        if (hk != hi) return 0;  /* as the dict: equal only with equal hashes (an __eq__ that says True to all is not enough) */
         int r = PyObject_RichCompareBool(k, items[i], Py_EQ);
         if (r <= 0) return r;
     }

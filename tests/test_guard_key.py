@@ -751,8 +751,9 @@ def test_each_table_answers_its_own_codes_however_often_an_int_is_asked():
 
 
 def test_the_last_key_is_taken_for_equal_items_that_are_other_objects():
-    """The remembered key is compared by identity first, then by ==, as a dict compares keys:
-    a constexpr passed again as another equal object takes the same entry; an unequal one does not."""
+    """The remembered key is compared by identity first, then by hash and ==, as a dict compares
+    keys: a constexpr passed again as another equal object takes the same entry; an unequal one,
+    or an "equal" one of another hash, does not; an unhashable one raises, as the dict does."""
     entries = {}
     k = keyer(entries=entries)
     x = Tensor(0x1000)
@@ -762,6 +763,22 @@ def test_the_last_key_is_taken_for_equal_items_that_are_other_objects():
     assert k.find(*GIVEN, x, 3, 7, 9, int(str(2**40)))[0] == "entry"
     assert k.find(*GIVEN, x, 3, 7, 9, 2**40 + 1)[0] is None
     assert k.find(*GIVEN, x, 3, 7, 9, 2**40)[0] == "entry"
+
+    class Sloppy:  # equal to everything, hashed by identity: a dict tells two apart by hash first
+        __eq__ = lambda self, other: True  # noqa: E731
+        __hash__ = object.__hash__
+
+    a, b = Sloppy(), Sloppy()
+    entries[k.key(*GIVEN, x, 3, 7, 9, a)[0]] = "a's"
+    assert k.find(*GIVEN, x, 3, 7, 9, a)[0] == "a's"  # remembered as the last key
+    assert k.find(*GIVEN, x, 3, 7, 9, b)[0] is None  # as the dict answers: another key
+
+    class Unhashable:
+        __eq__ = lambda self, other: True  # noqa: E731
+        __hash__ = None
+
+    with pytest.raises(TypeError, match="unhashable"):
+        k.find(*GIVEN, x, 3, 7, 9, Unhashable())
 
 
 def _torch():
