@@ -140,12 +140,20 @@ def dtype_name(dtype) -> str:
         raise TypeError(f"no Triton type for dtype {dtype!r}") from None
 
 
-def address_and_dtype(value):
+def address_and_dtype(value, strict: bool = False):
     """(address, Triton dtype name) of a tensor-like argument: anything with data_ptr() and a
-    dtype (torch), or with __cuda_array_interface__ (CuPy, Numba). None for other values."""
+    dtype (torch), or with __cuda_array_interface__ (CuPy, Numba). None for other values.
+    data_ptr() may answer anything with __index__; strict: only an int in the u64 range, as
+    Triton's JIT takes it (TypeError, OverflowError: its errors)."""
     data_ptr = getattr(value, "data_ptr", None)
     if data_ptr is not None and hasattr(value, "dtype"):
         address = data_ptr()
+        if strict:
+            if not isinstance(address, int):
+                raise TypeError(f"{type(value).__name__}.data_ptr() returned {type(address).__name__}: "
+                                "an integer is required")
+            if not 0 <= address < 1 << 64:
+                raise OverflowError(f"{type(value).__name__}.data_ptr() returned {address}, outside the u64 range")
         if address.__class__ is not int:
             try:
                 address = operator.index(address)
@@ -263,7 +271,7 @@ def triton_type(value, *, specialize: bool = True, align: bool = True):
     if isinstance(value, tuple):  # Triton specializes the items fully, whatever the flags say
         parts = [triton_type(v) for v in value]
         return (tuple(p[0] for p in parts), tuple(p[1] for p in parts))
-    found = address_and_dtype(value)
+    found = address_and_dtype(value, strict=True)
     if found is not None:
         address, name = found
         return ("*" + name, None if not specialize else ("D" if align and divisible(address) else ""))

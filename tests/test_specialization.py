@@ -61,6 +61,27 @@ def test_unspecializable_values_are_type_errors_as_in_triton(value):
         triton_type(value)
 
 
+class _Index:
+    def __index__(self):
+        return 0x1000
+
+
+@pytest.mark.parametrize("address", [0x1000, 0x1008, 2**64 - 16, True, "np.int64", _Index(), 1.5, -16, 2**64 + 16])
+def test_a_data_ptr_is_taken_as_tritons_jit_takes_it(address):
+    """data_ptr()'s answer: an int (a subclass too) in the u64 range, as Triton's JIT takes it;
+    anything else fails with Triton's kind of error (a numpy int too, though it has __index__)."""
+    if address == "np.int64":
+        address = pytest.importorskip("numpy").int64(0x1000)
+    t = FakeTensor(address, tl.float32)
+    try:
+        theirs = native(t)
+    except (TypeError, OverflowError) as e:
+        with pytest.raises(type(e)):
+            triton_type(t)
+    else:
+        assert _same(triton_type(t), theirs)
+
+
 def test_dtype_names():
     assert dtype_name(tl.float32) == "fp32" and dtype_name("torch.bfloat16") == "bf16"
     assert dtype_name("torch.bool") == "u1" and dtype_name("float8_e4m3fn") == "fp8e4nv"
