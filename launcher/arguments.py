@@ -228,7 +228,11 @@ def grid3(grid, kernel=None) -> tuple:
                             f"returning one, got {type(grid).__name__}")
         if not 1 <= len(grid) <= 3:
             raise TypeError(f"kernel {kernel!r}: the grid must have 1 to 3 dimensions, got {len(grid)}")
-    n = len(grid)
+    try:
+        n = len(grid)
+    except TypeError:  # Triton's path fails here too (len(), or its bare assert on None): say what a grid is
+        raise TypeError(f"the grid must be a tuple of 1 to 3 ints or a callable returning one, "
+                        f"got {type(grid).__name__}") from None
     return grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1
 
 

@@ -1053,6 +1053,27 @@ with cpu_triton(90, add_kernel, store_kernel) as d:
     assert names.count("add_kernel") == 3 and names.count("store_kernel") == (inside == "a launch")
 
 
+def test_a_grid_that_is_not_one_is_named_as_such():
+    """A grid without len() (None, or a callable's None) fails on Triton's path too (a bare
+    assert, a len() error); the guard says what a grid is instead."""
+    import triton.language as tl
+
+    from cpu_triton import cpu_triton
+    from kernels import store_kernel
+
+    x = FakeTensor(A0, tl.float32)
+    with cpu_triton(90, store_kernel):
+        fast_dispatch.enable()
+        try:
+            store_kernel[(1,)](x, 16)  # a hit from now on
+            for grid in (None, lambda meta: None, 5):
+                with pytest.raises(TypeError, match="the grid must be a tuple of 1 to 3 ints or a callable"):
+                    store_kernel[grid](x, 16)
+        finally:
+            fast_dispatch.disable()
+            store_kernel.__dict__.pop("_launcher_guard", None)
+
+
 def test_launch_options_are_keyed_by_class_too():
     """num_warps=4.0 is not num_warps=4 to Triton (it keys options by str() and then fails on the
     float): the guard does not answer it with the kernel compiled for 4."""
