@@ -383,18 +383,15 @@ def compile_for(jit_fn, grid, args: tuple, kwargs: dict):
 
 
 def current_device() -> int:
-    from triton.runtime.driver import driver as rt
-
-    return rt.active.get_current_device()
+    """The current device, as kernel[grid] asks for it (device_and_stream_getters)."""
+    return device_and_stream_getters()[0]()
 
 
 def stream_getter(device: int):
     """A function returning the current stream of `device`, as kernel[grid] asks for it."""
     import functools
 
-    from triton.runtime.driver import driver as rt
-
-    return functools.partial(rt.active.get_current_stream, device)
+    return functools.partial(device_and_stream_getters()[1], device)
 
 
 def runtime_knobs():
@@ -582,7 +579,8 @@ def loaded_launch(kernel):
 
 
 def device_and_stream_getters() -> tuple:
-    """(get_current_device(), get_current_stream(device)) of Triton's active driver."""
+    """(get_current_device(), get_current_stream(device)) of Triton's active driver: where every
+    front door that follows Triton (the guard, prepared launches) finds them."""
     from triton.runtime.driver import driver as rt
 
     active = rt.active
