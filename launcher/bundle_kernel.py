@@ -37,8 +37,8 @@ from launcher.arguments import check_header, grid3, stream_handle
 from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
 from launcher.fence_hook import fence_policy
-from launcher.specialization import (DIVISIBILITY_MASK, INT_KEYS, _tensordesc_type, address_and_dtype,
-                                     array_interface, divisible, int_key, item_key)
+from launcher.specialization import (DIVISIBILITY_MASK, INT_KEYS, _tensordesc_type, array_interface, divisible,
+                                     int_key, item_key)
 
 log = logging.getLogger("launcher.bundle")
 
@@ -77,11 +77,14 @@ def key_of(v, tensor=None):
         return (tuple, tuple([key_of(x, tensor) for x in v]))
     if cls in _DESCRIPTOR_CLASSES and hasattr(v, "block_shape"):  # seen below before: no failing probes first
         return _descriptor_key(v)
+    data_ptr = getattr(v, "data_ptr", None)
+    if data_ptr is not None:
+        return (cls, getattr(v, "dtype", None), divisible(data_ptr()))
     if cls is list or isinstance(v, tuple):
         return (tuple, tuple([key_of(x, tensor) for x in v]))
-    found = address_and_dtype(v)  # a tensor-like argument, as every front door tells one
-    if found is not None:
-        return (cls, found[1], divisible(found[0]))
+    cai = array_interface(v)
+    if cai is not None:
+        return (cls, cai[1], divisible(cai[0]))
     if hasattr(v, "block_shape"):  # a host tensor descriptor
         if len(_DESCRIPTOR_CLASSES) < 64:
             _DESCRIPTOR_CLASSES.add(cls)
