@@ -30,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 
+from launcher.bench import decode  # torch-free
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -39,7 +41,7 @@ def _workload(case: str, hits: int) -> None:
 
     import cpu_triton
     from launcher import fast_dispatch
-    from launcher.bench import decode, kernels, sites
+    from launcher.bench import kernels, sites
     from launcher.bench.kernels import add, args64, mixed19  # the suite's kernels
 
     steps = [getattr(kernels, name) for name in decode.KERNELS]
@@ -77,7 +79,7 @@ def _workload(case: str, hits: int) -> None:
             sys.exit(f"not every call was a hit: {before} -> {after}")  # a count of something else
 
 
-_PER_STEP = {"decode": 8}  # hits per step of a case: launcher.bench.decode.LAUNCHES_PER_STEP
+_PER_STEP = {"decode": decode.LAUNCHES_PER_STEP}  # hits per step of a case
 
 
 def _count(python: str, case: str, hits: int, out: str) -> int:

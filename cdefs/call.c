@@ -1465,10 +1465,11 @@ GC_TYPE(de, DescEncoder, 0,
  *
  * heads: what the key starts with, each read as its spec says (gk_head): "device" (first),
  * "options" (the launch options' key), ("attr", obj, name), ("own", obj, name, default),
- * ("call", fn, args).  The device and the options' key are given to key() and find() (the
- * "given" heads, in order); a hit reads the device from its getter, and its options' key is ().
- * The others are read on every call (the guard's: the kernel's debug flag and the knobs in
- * Triton's key, launcher.fast_dispatch._knobs).
+ * ("env", fn, (variable name, ...)).  The device and the options' key are given to key() and
+ * find() (the "given" heads, in order); a hit reads the device from its getter, and its options'
+ * key is ().  The others are read on every call (the guard's: the kernel's debug flag and the
+ * knobs in Triton's key, launcher.fast_dispatch._knobs), an "env" head's fn where the
+ * environment changed since (env_unchanged).
  *
  * key(*given heads, *arguments) takes the given heads and then one argument per kernel
  * parameter, and answers the key tuple: the heads, then two items per parameter:
@@ -1554,36 +1555,59 @@ enum { H_DEVICE, H_OPTIONS, H_ATTR, H_OWN, H_ENV };
 static const char *const gk_head_kinds[] = {"device", "options", "attr", "own", "env"};
 
 /* ---- an environment variable, watched: the one home of when an "env" head is read again ----
- * What a read of the environment saw, as pointers: the `environ` array, its entry count, its last
- * entry and the variable's first entry (its index, -1 where it had none). glibc's setenv, putenv,
- * unsetenv and clearenv (os.environ's writes call them) each change one of these for any change
- * of the variable's value: an entry added goes at the end (a new last entry or a new array), a
- * value replaced is a new string in the variable's slot (glibc never reuses a string's address for
- * another value), an entry removed moves the later ones down (the last slot becomes the
- * terminator), clearenv sets `environ` to NULL. A change this cannot see is a write into an entry's
- * string in place (a C caller's putenv buffer rewritten). */
+ * What a read of the environment saw: the `environ` array, its entry count, its last entry and
+ * the variable's first entry (its index, -1 where it had none), as pointers and, for the two
+ * entries, as copies of their text. glibc's setenv, putenv, unsetenv and clearenv (os.environ's
+ * writes call them) each change one of these for any change of the variable's value: an entry
+ * added goes at the end (a new last entry, or a new array), a value replaced is another string in
+ * the variable's slot, an entry removed moves the later ones down (the last slot becomes the
+ * terminator), clearenv sets `environ` to NULL. The texts are compared too because a putenv
+ * string is its caller's: freed after it is replaced or removed, its address may come back with
+ * another variable or value. Not seen: C code that assigns `environ` itself (glibc may then shrink
+ * its old array in place, under the same address). */
 extern char **environ;
 typedef struct {
     char **env, *last, *entry;
+    char *last_text, *entry_text;  /* copies (PyMem), or NULL */
     size_t n;
     Py_ssize_t at;
 } env_seen;
 
-static void env_look(env_seen *w, const char *prefix, size_t len) {  /* prefix: "NAME=" */
+static void env_forget(env_seen *w) {
+    PyMem_Free(w->last_text);
+    PyMem_Free(w->entry_text);
+    memset(w, 0, sizeof *w);
+}
+
+static char *env_copy(const char *text) {
+    size_t size = strlen(text) + 1;
+    char *c = PyMem_Malloc(size);
+    return c ? memcpy(c, text, size) : NULL;
+}
+
+/* Look at the environment now (prefix: "NAME="); 0, or -1 where a copy could not be made. */
+static int env_look(env_seen *w, const char *prefix, size_t len) {
     char **e = environ;
-    w->env = e; w->n = 0; w->last = NULL; w->entry = NULL; w->at = -1;
+    memset(w, 0, sizeof *w);
+    w->env = e; w->at = -1;
     for (size_t i = 0; e && e[i]; i++) {
         if (w->at < 0 && !strncmp(e[i], prefix, len)) { w->at = (Py_ssize_t)i; w->entry = e[i]; }
         w->n = i + 1;
         w->last = e[i];
     }
+    if ((w->last && !(w->last_text = env_copy(w->last))) || (w->entry && !(w->entry_text = env_copy(w->entry)))) {
+        env_forget(w);
+        return -1;
+    }
+    return 0;
 }
 
 static int env_unchanged(const env_seen *w) {
     char **e = environ;
     if (e != w->env) return 0;
     if (!e) return 1;
-    return !e[w->n] && (!w->n || e[w->n - 1] == w->last) && (w->at < 0 || e[w->at] == w->entry);
+    if (e[w->n] || (w->n && (e[w->n - 1] != w->last || strcmp(e[w->n - 1], w->last_text)))) return 0;
+    return w->at < 0 || (e[w->at] == w->entry && !strcmp(e[w->at], w->entry_text));
 }
 
 typedef struct {
@@ -1690,9 +1714,14 @@ static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out, PyOb
         default: {
             gk_head *w = &self->head[i];
             if (w->value && env_unchanged(&w->seen)) { v = Py_NewRef(w->value); break; }
-            Py_CLEAR(w->value);
-            env_look(&w->seen, PyBytes_AsString(w->name), (size_t)PyBytes_Size(w->name));  /* before: a change while it runs is seen next time */
-            if ((v = PyObject_Call(h->obj, h->extra, NULL))) w->value = Py_NewRef(v);
+            env_seen seen;  /* before the call: a change while it runs is seen next time */
+            if (env_look(&seen, PyBytes_AsString(w->name), (size_t)PyBytes_Size(w->name)) < 0) { PyErr_NoMemory(); break; }
+            if (!(v = PyObject_Call(h->obj, h->extra, NULL))) { env_forget(&seen); break; }
+            PyObject *old = w->value;  /* the pair is replaced whole: the call may have run this code meanwhile */
+            env_forget(&w->seen);
+            w->seen = seen;
+            w->value = Py_NewRef(v);
+            Py_XDECREF(old);
         }
         }
         if (!v) { release(out, i); return -1; }
@@ -2563,6 +2592,7 @@ static int gk_clear(PyObject *op) {
         for (Py_ssize_t i = 0; i < self->heads; i++) {
             Py_CLEAR(self->head[i].obj); Py_CLEAR(self->head[i].name); Py_CLEAR(self->head[i].extra);
             Py_CLEAR(self->head[i].value);
+            env_forget(&self->head[i].seen);
         }
         PyMem_Free(self->head);
         self->head = NULL;
@@ -2615,7 +2645,7 @@ static int gk_set_hit(GuardKey *self, PyObject *hit) {
 }
 
 /* heads: per head, "device" (the first), "options", ("attr", obj, name), ("own", obj, name,
- * default) or ("call", fn, args tuple): see gk_head. */
+ * default) or ("env", fn, (variable name, ...)): see gk_head. */
 static int gk_set_heads(GuardKey *self, PyObject *heads) {
     Py_ssize_t n = PyTuple_Size(heads);
     if (!(self->head = PyMem_Calloc(n, sizeof(gk_head)))) { PyErr_NoMemory(); return -1; }

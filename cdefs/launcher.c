@@ -636,7 +636,7 @@ int launcher_bound_launch(launcher_bound *b, uint64_t stream) {
 }
 
 int launcher_bound_sequence(launcher_bound *const *bounds, int n, uint64_t stream, int count, int *failed) {
-    *failed = 0;
+    *failed = -1;
     if (n < 1 || n > LAUNCHER_SEQUENCE_MAX)
         return LAUNCHER_ERROR_BAD_PLAN;
     for (int i = 0; i < n; i++)
@@ -644,7 +644,7 @@ int launcher_bound_sequence(launcher_bound *const *bounds, int n, uint64_t strea
             *failed = i;
             return LAUNCHER_ERROR_BAD_PLAN;
         }
-    int rc = launcher_driver_init();
+    int rc = launcher_driver_init();  /* a failure here is no launch's (*failed stays -1) */
     if (rc != 0)
         return rc;
     CUcontext ctx = NULL;

@@ -187,7 +187,8 @@ int launcher_bound_repeat(launcher_bound *bound, uint64_t stream, int count);
 
 /* The benchmarks' floor of a sequence (the decode step): the n bound launches one after another,
  * `count` times, in one C loop on `stream` (every check made once, first). n is 1 to
- * LAUNCHER_SEQUENCE_MAX; *failed gets the index of the launch a failure is about. */
+ * LAUNCHER_SEQUENCE_MAX; *failed gets the index of the launch a failure is about, -1 for a
+ * failure that is no launch's (the count, the driver, the context). */
 enum { LAUNCHER_SEQUENCE_MAX = 64 };
 int launcher_bound_sequence(launcher_bound *const *bounds, int n, uint64_t stream, int count, int *failed);
 

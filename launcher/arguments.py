@@ -220,8 +220,9 @@ def grid3(grid, kernel=None) -> tuple:
     one to three items, 1 for those it lacks, as Triton's JIT reads a grid. kernel: the name of a
     kernel whose grid must be a tuple or list of 1 to 3 items (prepared launches, bundles), refused
     otherwise with a TypeError naming it (not any iterable: a range or a generator may not end);
-    without it, what Triton's path would do with it happens (the guard, in front of that path).
-    Each dimension's range is check_header's."""
+    without it, what Triton's path would do with it happens (the guard, in front of that path),
+    except that a grid without len() is a TypeError that says what a grid is (Triton 3.6: a bare
+    AssertionError for None, 3.9: len()'s TypeError). Each dimension's range is check_header's."""
     if kernel is not None:
         if not isinstance(grid, (tuple, list)):
             raise TypeError(f"kernel {kernel!r}: the grid must be a tuple of 1 to 3 ints or a callable "

@@ -314,10 +314,14 @@ def repeat_sequence(bounds, count: int) -> None:
     bounds = list(bounds)
     if any(not isinstance(b, BoundLaunch) for b in bounds):
         raise TypeError("repeat_sequence takes BoundLaunch objects (CudaLauncher.bind)")
+    if count.__class__ is not int or count < 0:
+        raise ValueError(f"repeat_sequence: count must be an int >= 0, got {count!r}")
     streams = {b.stream for b in bounds}
     if len(streams) > 1:
         raise ValueError(f"repeat_sequence: the launches were bound to {len(streams)} streams, expected one")
     status, failed = driver.bound_sequence([b._handle for b in bounds], streams.pop() if streams else 0, count)
+    if status and failed < 0:
+        raise driver.error(status, "a sequence of bound launches")
     if status:
         bounds[failed].launcher._launch_failed(status, bounds[failed].buffer)
 

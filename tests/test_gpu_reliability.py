@@ -209,16 +209,23 @@ def test_bound_launch_repeats_the_same_launch(add_kernel):
 
 def test_a_sequence_of_bound_launches_runs_in_order(add_kernel):
     """cuda_launcher.repeat_sequence (the decode step's C floor): each step's launches in order,
-    on one stream, every step."""
+    on one stream, `count` steps."""
     ck = add_kernel
     s = torch.cuda.current_stream().cuda_stream
     x = torch.arange(N, device="cuda", dtype=torch.float32)
-    a, b = torch.zeros(N, device="cuda"), torch.zeros(N, device="cuda")
-    first = ck._run.bind(N // 1024, 1, 1, s, ck.function, ck.packed_metadata, x, x, a, N, 1024)  # a = 2x
-    second = ck._run.bind(N // 1024, 1, 1, s, ck.function, ck.packed_metadata, a, x, b, N, 1024)  # b = a + x
-    cuda_launcher.repeat_sequence([first, second], 5)
+    a, b, c = (torch.zeros(N, device="cuda") for _ in range(3))
+
+    def bind(*args):
+        return ck._run.bind(N // 1024, 1, 1, s, ck.function, ck.packed_metadata, *args, N, 1024)
+
+    first, second, third = bind(x, x, a), bind(a, x, b), bind(c, x, c)  # a = 2x; b = a + x; c += x
+    cuda_launcher.repeat_sequence([first, second, third], 1)
     torch.cuda.synchronize()
-    assert torch.equal(a, 2 * x) and torch.equal(b, 3 * x)
+    assert torch.equal(a, 2 * x) and torch.equal(b, 3 * x) and torch.equal(c, x)  # in order (else b == x)
+    cuda_launcher.repeat_sequence([third], 4)
+    cuda_launcher.repeat_sequence([first, second, third], 0)  # no step: nothing launched
+    torch.cuda.synchronize()
+    assert torch.equal(c, 5 * x)  # count steps
     other = ck._run.bind(N // 1024, 1, 1, torch.cuda.Stream().cuda_stream, ck.function, ck.packed_metadata,
                          x, x, a, N, 1024)
     with pytest.raises(ValueError, match="streams"):

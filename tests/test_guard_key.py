@@ -580,6 +580,68 @@ def test_an_env_head_is_read_again_when_the_environment_changes(monkeypatch, pre
             keyer(heads=("device", bad, "options"))
 
 
+def test_an_env_head_sees_a_putenv_string_that_changes_under_the_same_address():
+    """putenv's string is its caller's: rewritten in place (or freed and its address reused), the
+    environment changes under the same pointers. The watch compares the entries' text too: the
+    variable's own entry, and the last entry (which a rewrite can turn into the variable)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.putenv.argtypes = [ctypes.c_char_p]
+    libc.unsetenv.argtypes = [ctypes.c_char_p]
+    name = "LAUNCHER_TEST_PUTENV"
+    reads = []
+
+    def getenv(var):  # C's view (os.environ does not see putenv's writes)
+        libc.getenv.restype, libc.getenv.argtypes = ctypes.c_char_p, [ctypes.c_char_p]
+        v = libc.getenv(var.encode())
+        return "unset" if v is None else v.decode()
+
+    k = keyer(heads=("device", ("env", lambda var, d: reads.append(var) or getenv(var), (name, "unset")), "options"))
+    head = lambda: k.key(*GIVEN, *CALL)[0][1]  # noqa: E731
+    own = ctypes.create_string_buffer(f"{name}=a".encode())
+    last = ctypes.create_string_buffer(b"LAUNCHER_TEST_PUTENV_X=1" + b"\0" * 8)
+    try:
+        assert libc.putenv(own) == 0
+        assert head() == "a" and head() == "a" and len(reads) == 1
+        ctypes.memmove(own, f"{name}=b".encode(), len(name) + 2)  # the same string, another value
+        assert head() == "b" and len(reads) == 2
+        assert libc.unsetenv(name.encode()) == 0 and head() == "unset"
+        assert libc.putenv(last) == 0 and head() == "unset"  # the last entry now
+        n = len(reads)
+        ctypes.memmove(last, f"{name}=c\0".encode(), len(name) + 3)  # the last entry becomes the variable
+        assert head() == "c" and len(reads) == n + 1
+    finally:
+        libc.unsetenv(name.encode())
+        libc.unsetenv(b"LAUNCHER_TEST_PUTENV_X")
+
+
+def test_an_env_head_read_again_inside_its_own_read_keeps_one_answer():
+    """fn may run code that reads the head again (or let another thread): the answer kept is one
+    whole pair (what the environment was, fn's answer then), and no answer is left behind."""
+    import weakref
+
+    class Answer:
+        pass
+
+    made = []
+    k = None
+
+    def read(var):
+        a = Answer()
+        made.append(weakref.ref(a))
+        if len(made) == 1:
+            k.key(*GIVEN, *CALL)  # re-entered
+        return a
+
+    k = keyer(heads=("device", ("env", read, ("LAUNCHER_TEST_UNSET_VAR",)), "options"))
+    first = k.key(*GIVEN, *CALL)[0][1]
+    assert k.key(*GIVEN, *CALL)[0][1] is first and len(made) == 2
+    del k, first
+    gc.collect()
+    assert [r() for r in made] == [None, None]
+
+
 def test_the_call_holds_no_reference_after_it_returns():
     k, record, *_ = call_setup(flat=None)
     x = CALL[0]

@@ -6,7 +6,8 @@ file against an AddressSanitizer build of the library."""
 import pytest
 
 import cpu_corpus as C
-from launcher import CudaLauncher, PlanError, driver
+from launcher import CudaLauncher, PlanError, cuda_launcher, driver
+from launcher.driver import CudaDriverNotFound
 from launcher import spec as S
 
 H = S.HEADER_SIZE
@@ -113,16 +114,24 @@ def test_a_null_plan_is_refused():
     assert L.launcher_bound_sequence(nulls, 3, 0, 1, failed) == L.LAUNCHER_ERROR_BAD_PLAN and failed[0] == 0
     for n in (0, -1, L.LAUNCHER_SEQUENCE_MAX + 1):  # the count is checked before any item is read
         assert L.launcher_bound_sequence(ffi.NULL, n, 0, 1, failed) == L.LAUNCHER_ERROR_BAD_PLAN
+        assert failed[0] == -1  # no launch's failure
 
 
 def test_a_sequence_of_bound_launches_is_checked_in_python():
-    from launcher import cuda_launcher
-
     for bad, err in [([], ValueError), (["not bound"], TypeError), ([None], TypeError)]:
         with pytest.raises(err):
             cuda_launcher.repeat_sequence(bad, 1)
     with pytest.raises(ValueError, match="1 to 64"):
         driver.bound_sequence([driver.native()[0].NULL] * 65, 0, 1)
+    ck = C.BY_NAME["vector_add"].compile()
+    run = CudaLauncher(ck.src, ck.metadata)
+    bound = run.bind(1, 1, 1, 0, 0, run.spec.packed_metadata, *C.BY_NAME["vector_add"].args)
+    for count in (-1, 1.0, True):
+        with pytest.raises(ValueError, match="count"):
+            cuda_launcher.repeat_sequence([bound], count)
+    if driver.native()[1].launcher_driver_init() != 0:  # no GPU here: the driver's failure is no launch's
+        with pytest.raises(CudaDriverNotFound):
+            cuda_launcher.repeat_sequence([bound, bound], 1)
 
 
 def test_a_launcher_handed_a_short_buffer_raises_and_survives():

@@ -796,6 +796,7 @@ def _decode_floor(d, ctx):
     steps in one call (cuda_launcher.repeat_sequence): what the GPU host's driver costs for the
     step's eight kernels in turn, with nothing above cuLaunchKernelEx."""
     from launcher import cuda_launcher
+    from launcher.arguments import grid3
 
     if not hasattr(cuda_launcher, "repeat_sequence"):
         raise Unavailable("launcher.cuda_launcher.repeat_sequence does not exist yet")
@@ -803,8 +804,7 @@ def _decode_floor(d, ctx):
     for name, grid, args, kw in d.plan:
         ck = d.ours_ck[name]
         values = inspect.signature(getattr(K, name).fn).bind(*args, **kw).arguments.values()  # constexprs too
-        grid3 = tuple(grid) + (1,) * (3 - len(grid))
-        bounds.append(ck._run.bind(*grid3, s, ck.function, ck.packed_metadata, *values))
+        bounds.append(ck._run.bind(*grid3(grid), s, ck.function, ck.packed_metadata, *values))
     d.check(N.FLOOR, lambda: cuda_launcher.repeat_sequence(bounds, 1))
     return Path(N.FLOOR, lambda: cuda_launcher.repeat_sequence(bounds, DECODE_STEPS), DECODE_STEPS)
 
