@@ -609,23 +609,40 @@ static CUresult bound_check(launcher_bound *b, CUcontext ctx) {
     return rc;
 }
 
+static int bound_valid(const launcher_bound *b) {
+    return b && b->plan && b->plan->magic == PLAN_MAGIC;
+}
+
+/* A bound launch made ready on `stream` in ctx: the one preparation of every launch of bound ones
+ * (launcher_bound_repeat, launcher_bound_sequence): its pointers checked (bound_check), its
+ * header's config with the stream, its function. 0 with *config, *fn and *empty (the grid
+ * launches nothing, as in Triton), else the error. */
+static int bound_ready(launcher_bound *b, CUcontext ctx, uint64_t stream, CUlaunchConfig *config, CUfunction *fn,
+                       int *empty) {
+    int rc = bound_check(b, ctx);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    launcher_header h = b->header;
+    h.stream = stream;
+    *fn = (CUfunction)(uintptr_t)h.function;
+    rc = make_config(b->plan, &h, config);
+    *empty = rc == 1;
+    return rc == 1 ? 0 : rc;
+}
+
 int launcher_bound_repeat(launcher_bound *b, uint64_t stream, int count) {
-    if (!b || !b->plan || b->plan->magic != PLAN_MAGIC)
+    if (!bound_valid(b))
         return LAUNCHER_ERROR_BAD_PLAN;
-    int rc = launcher_driver_init();
+    int rc = launcher_driver_init(), empty = 0;
     if (rc != 0)
         return rc;
     CUcontext ctx = NULL;
     if ((rc = current_context(&ctx, 0)) != CUDA_SUCCESS)
         return rc;
-    if ((rc = bound_check(b, ctx)) != CUDA_SUCCESS)
-        return rc;
     CUlaunchConfig config;
-    launcher_header h = b->header;
-    h.stream = stream;
-    if ((rc = make_config(b->plan, &h, &config)) != 0)
-        return rc == 1 ? CUDA_SUCCESS : rc;
-    CUfunction fn = (CUfunction)(uintptr_t)h.function;
+    CUfunction fn;
+    if ((rc = bound_ready(b, ctx, stream, &config, &fn, &empty)) != 0 || empty)
+        return rc;
     for (int i = 0; i < count && rc == CUDA_SUCCESS; i++)
         rc = cu.cuLaunchKernelEx(&config, fn, b->params, NULL);
     return rc;
@@ -640,7 +657,7 @@ int launcher_bound_sequence(launcher_bound *const *bounds, int n, uint64_t strea
     if (n < 1 || n > LAUNCHER_SEQUENCE_MAX)
         return LAUNCHER_ERROR_BAD_PLAN;
     for (int i = 0; i < n; i++)
-        if (!bounds[i] || !bounds[i]->plan || bounds[i]->plan->magic != PLAN_MAGIC) {
+        if (!bound_valid(bounds[i])) {
             *failed = i;
             return LAUNCHER_ERROR_BAD_PLAN;
         }
@@ -653,16 +670,10 @@ int launcher_bound_sequence(launcher_bound *const *bounds, int n, uint64_t strea
     CUlaunchConfig config[LAUNCHER_SEQUENCE_MAX];
     CUfunction fn[LAUNCHER_SEQUENCE_MAX];
     int skip[LAUNCHER_SEQUENCE_MAX];
-    for (int i = 0; i < n; i++) {  /* every check first, as launcher_bound_repeat makes them */
+    for (int i = 0; i < n; i++) {  /* every launch made ready first */
         *failed = i;
-        if ((rc = bound_check(bounds[i], ctx)) != CUDA_SUCCESS)
+        if ((rc = bound_ready(bounds[i], ctx, stream, &config[i], &fn[i], &skip[i])) != 0)
             return rc;
-        launcher_header h = bounds[i]->header;
-        h.stream = stream;
-        if ((rc = make_config(bounds[i]->plan, &h, &config[i])) != 0 && rc != 1)
-            return rc;
-        skip[i] = rc == 1;  /* an empty grid launches nothing */
-        fn[i] = (CUfunction)(uintptr_t)h.function;
     }
     rc = CUDA_SUCCESS;
     for (int k = 0; k < count; k++)
