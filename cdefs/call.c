@@ -225,7 +225,7 @@ static int t_current(PyObject *cls) {
         PyObject *dict = PyTuple_GetItem(t_reads.before, i);
         ok = PySequence_Contains(dict, s_dtype) == 0 && PySequence_Contains(dict, s_data_ptr) == 0;
     }
-    PyErr_Clear();
+    if (!ok && PyErr_Occurred()) PyErr_Clear();  /* an error: not served (read as Python reads it) */
     return ok;
 }
 
@@ -1464,7 +1464,7 @@ GC_TYPE(de, DescEncoder, 0,
  * hits, and leaves the rest to the generated general path, launcher.codegen.GUARD_TEMPLATE).
  *
  * heads: what the key starts with, each read as its spec says (gk_head): "device" (first),
- * "options" (the launch options' key), ("attr", obj, name), ("own", obj, name, default),
+ * "options" (the launch options' key), ("attr", obj, name), ("own", obj, name, default[, plain]),
  * ("env", fn, (variable name, ...)).  The device and the options' key are given to key() and
  * find() (the "given" heads, in order); a hit reads the device from its getter, and its options'
  * key is ().  The others are read on every call (the guard's: the kernel's debug flag and the
@@ -1548,7 +1548,8 @@ static const char *const gk_field_names[F_COUNT] = {
 
 /* A head of the key (heads' items): the device (given to key() and find(); the `device` getter's
  * answer in a hit), the launch options' key (given to key(); () in a hit), obj.name (attr),
- * obj.__dict__.get(name, extra) (own: a knob's own setting), obj(*extra) (env: a function of the
+ * obj.__dict__.get(name, extra) (own: a knob's own setting; obj's instance dict read without the
+ * attribute lookup where the head says its class is plain), obj(*extra) (env: a function of the
  * environment variable extra[0] alone, called again only where the environment may have changed
  * since: env_unchanged). */
 enum { H_DEVICE, H_OPTIONS, H_ATTR, H_OWN, H_ENV };
@@ -1611,7 +1612,7 @@ static int env_unchanged(const env_seen *w) {
 }
 
 typedef struct {
-    char kind;
+    char kind, plain;  /* plain (own): obj.__dict__ is the instance dict (fast_dispatch._plain(type(obj), ())) */
     PyObject *obj, *name, *extra;
     PyObject *value;  /* env: obj(*extra)'s last answer, while `seen` holds (else NULL) */
     env_seen seen;  /* env: the environment before that call */
@@ -1701,7 +1702,7 @@ static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out, PyOb
             v = attr_of(h->obj, h->obj == self->jit ? jd : NULL, h->name);
             break;
         case H_OWN:
-            if (!(d = PyObject_GetAttr(h->obj, s_dict))) break;
+            if (!(d = h->plain ? PyObject_GenericGetDict(h->obj, NULL) : PyObject_GetAttr(h->obj, s_dict))) break;
             if (PyDict_Check(d)) {
                 v = PyDict_GetItemWithError(d, h->name);
                 if (v) Py_INCREF(v);
@@ -1732,6 +1733,13 @@ static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out, PyOb
 
 #define GK_STACK 64  /* parameters whose launch values live on the stack; more are allocated */
 #define GK_ITEMS (8 + 2 * GK_STACK)  /* key items on the stack; more are allocated */
+
+/* An array of n NULLs: `stack` (GK_STACK items) where n fits, else allocated (NULL: no memory). */
+static inline PyObject **gk_nulls(PyObject **stack, Py_ssize_t n) {
+    if (n > GK_STACK) return PyMem_Calloc((size_t)n, sizeof(PyObject *));
+    memset(stack, 0, (size_t)n * sizeof(PyObject *));
+    return stack;
+}
 
 /* Whether the address `p` (data_ptr()'s answer) has no bit of `mask` set: 1, 0, or -1 with an error. */
 static int gk_aligned(PyObject *p, unsigned long long mask) {
@@ -1965,8 +1973,8 @@ static PyObject *gk_key(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_Format(PyExc_TypeError, "GuardKey.key takes %zd arguments (%zd given)", self->given + self->n, nargs);
         return NULL;
     }
-    PyObject *heads[GK_HEADS], *stack[GK_STACK] = {NULL};
-    PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *)), *result = NULL;
+    PyObject *heads[GK_HEADS], *stack[GK_STACK];
+    PyObject **values = gk_nulls(stack, self->n), *result = NULL;
     if (!values) return PyErr_NoMemory();
     if (gk_heads(self, args, heads, NULL) == 0) {
         PyObject *key = gk_build(self, heads, args + self->given, values);
@@ -2169,8 +2177,8 @@ static PyObject *gk_hit_in(GuardKey *self, PyObject *grid, PyObject *const *argu
             || (r = hook_set(self->runtime, self->hook_chain, s_enter)) != 0
             || (r = hook_set(self->runtime, self->hook_chain, s_exit)) != 0)
         goto decline;
-    PyObject *heads[GK_HEADS], *stack[GK_STACK] = {NULL};
-    PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
+    PyObject *heads[GK_HEADS], *stack[GK_STACK];
+    PyObject **values = gk_nulls(stack, self->n);
     PyObject *result = NULL, *entry = NULL, *key = NULL;
     if (!values) return PyErr_NoMemory();
     if (gk_heads(self, NULL, heads, jd) < 0) {
@@ -2235,8 +2243,8 @@ static PyObject *gk_find(PyObject *op, PyObject *const *args, Py_ssize_t nargs) 
         return NULL;
     }
     if (!self->entries) { PyErr_SetString(PyExc_TypeError, "GuardKey.find: no entries were given"); return NULL; }
-    PyObject *heads[GK_HEADS], *stack[GK_STACK] = {NULL};
-    PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
+    PyObject *heads[GK_HEADS], *stack[GK_STACK];
+    PyObject **values = gk_nulls(stack, self->n);
     PyObject *result = NULL, *entry = NULL, *key = NULL;
     if (!values) return PyErr_NoMemory();
     if (gk_heads(self, args, heads, NULL) == 0) {
@@ -2269,7 +2277,7 @@ static PyObject *gk_call_bound(GuardKey *self, PyObject *grid, PyObject *const *
     if (!self->general) { PyErr_SetString(PyExc_TypeError, "GuardKey: no call was set (set_call)"); return NULL; }
     if (self->bundle) return gk_bundle_call(self, grid, args, nargs, kwnames);
     const Py_ssize_t n = self->n, nkw = kwnames ? PyTuple_Size(kwnames) : 0;
-    PyObject *stack[GK_STACK] = {NULL}, **bound = n <= GK_STACK ? stack : PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
+    PyObject *stack[GK_STACK], **bound = gk_nulls(stack, n);
     PyObject *options = NULL, *keyed = NULL, *result = NULL, *argv = NULL;
     if (!bound) return PyErr_NoMemory();
     /* held for the call: the Python code it runs may replace them (set_call), and bound[] borrows defaults' items */
@@ -2347,8 +2355,8 @@ static PyObject *gk_bundle_general(GuardKey *self, PyObject *grid, PyObject *con
 static PyObject *gk_bundle_hit(GuardKey *self, PyObject *grid, PyObject *const *bound) {
     Py_ssize_t g = PyTuple_CheckExact(grid) ? PyTuple_Size(grid) : 0;
     if (g < 1 || g > 3) Py_RETURN_NOTIMPLEMENTED;  /* a grid to evaluate (of the chosen variant's meta-parameters) */
-    PyObject *heads[GK_HEADS], *stack[GK_STACK] = {NULL};
-    PyObject **values = self->n <= GK_STACK ? stack : PyMem_Calloc(self->n, sizeof(PyObject *));
+    PyObject *heads[GK_HEADS], *stack[GK_STACK];
+    PyObject **values = gk_nulls(stack, self->n);
     PyObject *result = NULL, *entry = NULL, *key = NULL, *stream = NULL, *parts = NULL, *st = NULL;
     if (!values) return PyErr_NoMemory();
     int r = gk_heads(self, NULL, heads, NULL);
@@ -2393,7 +2401,7 @@ static PyObject *gk_bundle_call(GuardKey *self, PyObject *grid, PyObject *const 
                                 PyObject *kwnames) {
     const Py_ssize_t n = self->n;
     if (nargs > self->positional) return gk_bundle_general(self, grid, args, nargs, kwnames);
-    PyObject *stack[GK_STACK] = {NULL}, **bound = n <= GK_STACK ? stack : PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
+    PyObject *stack[GK_STACK], **bound = gk_nulls(stack, n);
     PyObject *options = NULL, *result = NULL;
     if (!bound) return PyErr_NoMemory();
     /* held for the call: the Python code it runs may replace them, and bound[] borrows defaults' items */
@@ -2657,14 +2665,14 @@ static int gk_set_heads(GuardKey *self, PyObject *heads) {
         for (int j = 0; j < 5 && PyUnicode_Check(kind); j++)
             if (PyUnicode_CompareWithASCIIString(kind, gk_head_kinds[j]) == 0) k = j;
         Py_ssize_t size = PyTuple_Check(t) ? PyTuple_Size(t) : 1;
-        if (k < 0 || (i == 0) != (k == H_DEVICE) || size != (k == H_OWN ? 4 : k >= H_ATTR ? 3 : 1)
+        if (k < 0 || (i == 0) != (k == H_DEVICE) || (k == H_OWN ? size != 4 && size != 5 : size != (k >= H_ATTR ? 3 : 1))
                 || (k == H_ATTR && !PyUnicode_Check(PyTuple_GetItem(t, 2)))
                 || (k == H_OWN && !PyUnicode_Check(PyTuple_GetItem(t, 2)))
                 || (k == H_ENV && (!PyCallable_Check(PyTuple_GetItem(t, 1)) || !PyTuple_Check(PyTuple_GetItem(t, 2))
                                    || !PyTuple_Size(PyTuple_GetItem(t, 2))
                                    || !PyUnicode_Check(PyTuple_GetItem(PyTuple_GetItem(t, 2), 0))))) {
             PyErr_Format(PyExc_TypeError, "GuardKey: head %zd is \"device\" (first, and only there), \"options\", "
-                         "(\"attr\", obj, name), (\"own\", obj, name, default) or (\"env\", fn, (variable name, ...))", i);
+                         "(\"attr\", obj, name), (\"own\", obj, name, default[, plain]) or (\"env\", fn, (variable name, ...))", i);
             return -1;
         }
         h->kind = (char)k;
@@ -2685,7 +2693,12 @@ static int gk_set_heads(GuardKey *self, PyObject *heads) {
             } else {
                 h->name = Py_NewRef(PyTuple_GetItem(t, 2));
             }
-            if (k == H_OWN) h->extra = Py_NewRef(PyTuple_GetItem(t, 3));
+            if (k == H_OWN) {
+                h->extra = Py_NewRef(PyTuple_GetItem(t, 3));
+                int plain = size == 5 ? PyObject_IsTrue(PyTuple_GetItem(t, 4)) : 0;
+                if (plain < 0) return -1;
+                h->plain = (char)plain;
+            }
         }
     }
     return 0;

@@ -111,13 +111,28 @@ _HIT_READS = ("pre_run_hooks", "hash", "device_caches", "used_global_vals")
 def _plain(cls, names=("run", _CALL)) -> bool:
     """Whether an instance's attributes `names` (by default `run` and `_launcher_call`, _CALL:
     what GuardItem reads) are what its __dict__ holds where it holds them, for instances of
-    exactly `cls`: no __getattr__ or __getattribute__ of its own, no data descriptor of those
-    names (GuardItem and GuardKey then read them from the __dict__)."""
+    exactly `cls`: no __getattr__ or __getattribute__ of its own, `__dict__` the instance dict
+    Python makes for a class statement's instances (what PyObject_GenericGetDict answers), no
+    data descriptor of those names (GuardItem and GuardKey then read them from the __dict__).
+    With names=(): whether obj.__dict__ is that dict."""
+    def found(name):
+        return next((vars(c)[name] for c in cls.__mro__ if name in vars(c)), None)
+
     def data_descriptor(name):
-        v = next((vars(c)[name] for c in cls.__mro__ if name in vars(c)), None)
+        v = found(name)
         return v is not None and (hasattr(type(v), "__set__") or hasattr(type(v), "__delete__"))
+    d = found("__dict__")
+    standard_dict = (type(d) is type(_PLAIN_DICT) and d.__doc__ == _PLAIN_DICT.__doc__
+                     and d.__objclass__.__flags__ & _HEAPTYPE)
     return (cls.__getattribute__ is object.__getattribute__ and not hasattr(cls, "__getattr__")
-            and "__dict__" in dir(cls) and not any(data_descriptor(n) for n in names))
+            and bool(standard_dict) and not any(data_descriptor(n) for n in names))
+
+
+class _Plain:
+    pass
+
+
+_PLAIN_DICT, _HEAPTYPE = vars(_Plain)["__dict__"], 1 << 9  # a class statement's __dict__; Py_TPFLAGS_HEAPTYPE
 
 
 def disable() -> None:
@@ -468,8 +483,9 @@ def _guard_params(params) -> list:
 def _knobs() -> list:
     """The knobs in Triton's cache key (A.dispatch_knobs), as heads of the guard's key
     (launcher._call.GuardKey reads them on every call): an env descriptor's knob by what decides
-    its value (A.knob_source: the holder's own setting, else the environment's, whose read is
-    called again only where the environment changed), any other by its attribute."""
+    its value (A.knob_source: the holder's own setting, read from its __dict__ without the
+    attribute lookup where its class is _plain, else the environment's, whose read is called
+    again only where the environment changed), any other by its attribute."""
     heads = []
     for holder, attr in A.dispatch_knobs():
         source = A.knob_source(holder, attr)
@@ -477,7 +493,7 @@ def _knobs() -> list:
             heads.append(("attr", holder, attr))
         else:
             read, args = source
-            heads += [("own", holder, attr, _UNSET), ("env", read, tuple(args))]
+            heads += [("own", holder, attr, _UNSET, _plain(type(holder), ())), ("env", read, tuple(args))]
     return heads
 
 

@@ -567,7 +567,8 @@ def test_what_would_make_triton_choose_again_makes_the_guard_miss(cpu):
             kernel = call()
             assert kernel.key == triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
         # read through what decides its value (the holder's own setting, the environment's), not its descriptor
-        assert ("own", triton.knobs.compilation, "fpsan_homomorphic_casts", fast_dispatch._UNSET) in fast_dispatch._knobs()
+        # (the holder's __dict__ read as the instance dict: Triton's knobs are plain Python objects)
+        assert ("own", triton.knobs.compilation, "fpsan_homomorphic_casts", fast_dispatch._UNSET, True) in fast_dispatch._knobs()
     guard_kernel.pre_run_hooks.append(lambda *a, **k: None)
     try:
         before = fast_dispatch.fallback_counts()

@@ -476,6 +476,39 @@ def test_plain_needs_no_data_descriptor_of_the_names_read():
     assert not fast_dispatch._plain(Hashed, fast_dispatch._HIT_READS) and fast_dispatch._plain(Hashed)
     assert not fast_dispatch._plain(Odd, fast_dispatch._HIT_READS)
 
+    class OwnDict(Jit):  # obj.__dict__ is not the instance dict
+        __dict__ = property(lambda self: {})
+
+    class Slotted:
+        __slots__ = ("x",)
+
+    assert not fast_dispatch._plain(OwnDict, ()) and not fast_dispatch._plain(Slotted, ())
+    assert not fast_dispatch._plain(types.SimpleNamespace, ())  # a C type's __dict__: read as an attribute
+    assert fast_dispatch._plain(Jit, ())
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_an_own_head_reads_the_holders_own_setting_with_or_without_the_attribute_lookup(plain):
+    """("own", obj, name, default, plain): obj.__dict__.get(name, default), the __dict__ read as
+    the instance dict where plain says obj's class is plain for it (fast_dispatch._plain(cls, ())),
+    else as an attribute; either way a setting made, replaced or removed between calls is seen,
+    a __dict__ replaced whole too."""
+    class Holder:
+        pass
+
+    knob = Holder()
+    assert fast_dispatch._plain(Holder, ())
+    k = keyer(heads=("device", ("own", knob, "mode", "unset", plain), "options"))
+    head = lambda: k.key(*GIVEN, *CALL)[0][1]  # noqa: E731
+    assert head() == "unset"
+    knob.mode = "set"
+    assert head() == "set"
+    knob.__dict__ = {"mode": "replaced"}
+    assert head() == "replaced"
+    del knob.mode
+    assert head() == "unset"
+    with pytest.raises(TypeError, match="head 1"):
+        keyer(heads=("device", ("own", knob, "mode", "unset", plain, "extra"), "options"))
 
 def test_the_call_keeps_its_own_parts():
     """set_call keeps a copy of the keywords it checked (a caller that changes its dict afterwards
