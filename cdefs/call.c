@@ -1549,7 +1549,7 @@ static const char *const gk_field_names[F_COUNT] = {
 /* A head of the key (heads' items): the device (given to key() and find(); the `device` getter's
  * answer in a hit), the launch options' key (given to key(); () in a hit), obj.name (attr),
  * obj.__dict__.get(name, extra) (own: a knob's own setting; obj's instance dict read without the
- * attribute lookup where the head says its class is plain), obj(*extra) (env: a function of the
+ * attribute lookup where the head says its class is plain, while obj is still of that class), obj(*extra) (env: a function of the
  * environment variable extra[0] alone, called again only where the environment may have changed
  * since: env_unchanged). */
 enum { H_DEVICE, H_OPTIONS, H_ATTR, H_OWN, H_ENV };
@@ -1612,8 +1612,10 @@ static int env_unchanged(const env_seen *w) {
 }
 
 typedef struct {
-    char kind, plain;  /* plain (own): obj.__dict__ is the instance dict (fast_dispatch._plain(type(obj), ())) */
+    char kind;
     PyObject *obj, *name, *extra;
+    PyObject *plain;  /* own: the class obj had when it was judged plain (its __dict__ is the instance dict:
+                       * fast_dispatch._plain(type(obj), ())), or NULL; read so only while obj is of it */
     PyObject *value;  /* env: obj(*extra)'s last answer, while `seen` holds (else NULL) */
     env_seen seen;  /* env: the environment before that call */
 } gk_head;
@@ -1628,7 +1630,8 @@ typedef struct {
     /* hit: all set, or none */
     PyObject *jit, *runtime, *device, *stream, *hook_chain, *check_globals, *grid3, *names;
     Py_ssize_t fields[F_COUNT];
-    int plain;  /* the kernel's attributes a hit reads are what its __dict__ holds, where it holds them */
+    PyObject *plain;  /* the kernel's class where the attributes a hit reads are what its __dict__ holds, where it
+                       * holds them (read so only while the kernel is of that class), or NULL */
     PyObject *entries;  /* key -> entry (find and hit), or NULL */
     PyObject *last;  /* (key, entry) of the last key found, or NULL */
     PyObject **last_items;  /* that key's items (borrowed from it), heads + 2n of them: set with `last` */
@@ -1652,7 +1655,7 @@ static void release(PyObject **values, Py_ssize_t n) {
 /* The kernel's __dict__ where the hit may read its attributes there (plain), else NULL: a new
  * reference, or NULL with an error. */
 static PyObject *jit_dict(GuardKey *self) {
-    return self->plain ? PyObject_GenericGetDict(self->jit, NULL) : NULL;
+    return self->plain && (PyObject *)Py_TYPE(self->jit) == self->plain ? PyObject_GenericGetDict(self->jit, NULL) : NULL;
 }
 
 /* obj.name: read from dict (obj's __dict__, where its class is plain: no __getattribute__,
@@ -1702,7 +1705,9 @@ static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out, PyOb
             v = attr_of(h->obj, h->obj == self->jit ? jd : NULL, h->name);
             break;
         case H_OWN:
-            if (!(d = h->plain ? PyObject_GenericGetDict(h->obj, NULL) : PyObject_GetAttr(h->obj, s_dict))) break;
+            d = h->plain && (PyObject *)Py_TYPE(h->obj) == h->plain ? PyObject_GenericGetDict(h->obj, NULL)
+                                                                     : PyObject_GetAttr(h->obj, s_dict);
+            if (!d) break;
             if (PyDict_Check(d)) {
                 v = PyDict_GetItemWithError(d, h->name);
                 if (v) Py_INCREF(v);
@@ -2599,7 +2604,7 @@ static int gk_clear(PyObject *op) {
     if (self->head) {
         for (Py_ssize_t i = 0; i < self->heads; i++) {
             Py_CLEAR(self->head[i].obj); Py_CLEAR(self->head[i].name); Py_CLEAR(self->head[i].extra);
-            Py_CLEAR(self->head[i].value);
+            Py_CLEAR(self->head[i].value); Py_CLEAR(self->head[i].plain);
             env_forget(&self->head[i].seen);
         }
         PyMem_Free(self->head);
@@ -2608,7 +2613,7 @@ static int gk_clear(PyObject *op) {
     self->heads = 0;
     Py_CLEAR(self->jit); Py_CLEAR(self->runtime); Py_CLEAR(self->entries); Py_CLEAR(self->stream);
     Py_CLEAR(self->hook_chain); Py_CLEAR(self->check_globals); Py_CLEAR(self->grid3); Py_CLEAR(self->names);
-    Py_CLEAR(self->last); Py_CLEAR(self->last_call); Py_CLEAR(self->device);
+    Py_CLEAR(self->last); Py_CLEAR(self->last_call); Py_CLEAR(self->device); Py_CLEAR(self->plain);
     PyMem_Free(self->last_items);  /* borrowed items: freed with the key, NULL from here on */
     self->last_items = NULL;
     Py_CLEAR(self->general); Py_CLEAR(self->keywords); Py_CLEAR(self->defaults); Py_CLEAR(self->never_class);
@@ -2632,7 +2637,9 @@ static int gk_set_hit(GuardKey *self, PyObject *hit) {
             || get_ref(hit, "names", &self->names, 0) < 0)
         return -1;
     PyObject *plain = PyDict_GetItemString(hit, "plain");  /* optional: False by default */
-    if (plain && (self->plain = PyObject_IsTrue(plain)) < 0) return -1;
+    int is_plain = plain ? PyObject_IsTrue(plain) : 0;
+    if (is_plain < 0) return -1;
+    if (is_plain) replace_ref(&self->plain, Py_NewRef((PyObject *)Py_TYPE(self->jit)));
     int strs = PyTuple_Check(self->names);
     for (Py_ssize_t i = 0; strs && i < PyTuple_Size(self->names); i++) strs = PyUnicode_Check(PyTuple_GetItem(self->names, i));
     if (!self->entries || !strs || PyTuple_Size(self->names) != self->n || !PyCallable_Check(self->device)) {
@@ -2697,7 +2704,7 @@ static int gk_set_heads(GuardKey *self, PyObject *heads) {
                 h->extra = Py_NewRef(PyTuple_GetItem(t, 3));
                 int plain = size == 5 ? PyObject_IsTrue(PyTuple_GetItem(t, 4)) : 0;
                 if (plain < 0) return -1;
-                h->plain = (char)plain;
+                if (plain) h->plain = Py_NewRef((PyObject *)Py_TYPE(h->obj));
             }
         }
     }
@@ -2772,10 +2779,10 @@ static int gk_traverse(PyObject *op, visitproc visit, void *arg) {
     Py_VISIT(self->tensor); Py_VISIT(self->int_key); Py_VISIT(self->classify); Py_VISIT(self->no_key);
     Py_VISIT(self->jit); Py_VISIT(self->runtime); Py_VISIT(self->entries); Py_VISIT(self->stream);
     Py_VISIT(self->hook_chain); Py_VISIT(self->check_globals); Py_VISIT(self->grid3); Py_VISIT(self->names);
-    Py_VISIT(self->last); Py_VISIT(self->last_call); Py_VISIT(self->device);
+    Py_VISIT(self->last); Py_VISIT(self->last_call); Py_VISIT(self->device); Py_VISIT(self->plain);
     for (Py_ssize_t i = 0; self->head && i < self->heads; i++) {
         Py_VISIT(self->head[i].obj); Py_VISIT(self->head[i].name); Py_VISIT(self->head[i].extra);
-        Py_VISIT(self->head[i].value);
+        Py_VISIT(self->head[i].value); Py_VISIT(self->head[i].plain);
     }
     Py_VISIT(self->general); Py_VISIT(self->keywords); Py_VISIT(self->defaults); Py_VISIT(self->never_class);
     Py_VISIT(self->kname);

@@ -510,6 +510,31 @@ def test_an_own_head_reads_the_holders_own_setting_with_or_without_the_attribute
     with pytest.raises(TypeError, match="head 1"):
         keyer(heads=("device", ("own", knob, "mode", "unset", plain, "extra"), "options"))
 
+    class Shown(Holder):  # obj.__dict__ is not the instance dict: read as Python reads it once obj is of it
+        __dict__ = property(lambda self: {"mode": "shown"})
+
+    knob.mode = "set"
+    knob.__class__ = Shown
+    assert head() == "shown" and knob.__dict__["mode"] == "shown"
+    knob.__class__ = Holder
+    assert head() == "set"
+
+
+def test_a_plain_kernel_whose_class_changes_is_read_as_python_reads_it():
+    """plain holds for the kernel's class when the hit was set: a kernel given another class
+    afterwards (one with a data descriptor of a name the hit reads) is read by attribute lookup."""
+    jit = Jit()
+    k, record, *_ = hit_setup(jit=jit, plain=True)
+    assert k.hit((1,), *CALL) == "KERNEL"
+
+    class Hooked(Jit):
+        pre_run_hooks = property(lambda self: [print])
+
+    jit.__class__ = Hooked
+    assert k.hit((1,), *CALL) is NotImplemented  # the property's hook: declines, as Triton's run would run it
+    jit.__class__ = Jit
+    assert k.hit((1,), *CALL) == "KERNEL"
+
 def test_the_call_keeps_its_own_parts():
     """set_call keeps a copy of the keywords it checked (a caller that changes its dict afterwards
     changes nothing); the call holds what it binds with while Python code runs (a device getter
