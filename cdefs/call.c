@@ -1549,9 +1549,9 @@ static const char *const gk_field_names[F_COUNT] = {
 /* A head of the key (heads' items): the device (given to key() and find(); the `device` getter's
  * answer in a hit), the launch options' key (given to key(); () in a hit), obj.name (attr),
  * obj.__dict__.get(name, extra) (own: a knob's own setting; obj's instance dict read without the
- * attribute lookup where the head says its class is plain, while obj is still of that class), obj(*extra) (env: a function of the
- * environment variable extra[0] alone, called again only where the environment may have changed
- * since: env_unchanged). */
+ * attribute lookup where the head says its class is plain: plain_dict), obj(*extra) (env: a
+ * function of the environment variable extra[0] alone, called again only where the environment
+ * may have changed since: env_unchanged). */
 enum { H_DEVICE, H_OPTIONS, H_ATTR, H_OWN, H_ENV };
 static const char *const gk_head_kinds[] = {"device", "options", "attr", "own", "env"};
 
@@ -1652,10 +1652,12 @@ static void release(PyObject **values, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) Py_CLEAR(values[i]);
 }
 
-/* The kernel's __dict__ where the hit may read its attributes there (plain), else NULL: a new
- * reference, or NULL with an error. */
-static PyObject *jit_dict(GuardKey *self) {
-    return self->plain && (PyObject *)Py_TYPE(self->jit) == self->plain ? PyObject_GenericGetDict(self->jit, NULL) : NULL;
+/* The one home of reading an object's instance dict in place of its attributes: obj's instance
+ * dict while obj is of `cls`, the class judged plain for the names read (launcher.fast_dispatch
+ * ._plain), else NULL with no error (cls NULL or None, or obj of another class since: read its
+ * attributes).  A new reference, or NULL with an error. */
+static PyObject *plain_dict(PyObject *obj, PyObject *cls) {
+    return cls && (PyObject *)Py_TYPE(obj) == cls ? PyObject_GenericGetDict(obj, NULL) : NULL;
 }
 
 /* obj.name: read from dict (obj's __dict__, where its class is plain: no __getattribute__,
@@ -1705,9 +1707,8 @@ static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out, PyOb
             v = attr_of(h->obj, h->obj == self->jit ? jd : NULL, h->name);
             break;
         case H_OWN:
-            d = h->plain && (PyObject *)Py_TYPE(h->obj) == h->plain ? PyObject_GenericGetDict(h->obj, NULL)
-                                                                     : PyObject_GetAttr(h->obj, s_dict);
-            if (!d) break;
+            if (!(d = plain_dict(h->obj, h->plain)) && (PyErr_Occurred() || !(d = PyObject_GetAttr(h->obj, s_dict))))
+                break;
             if (PyDict_Check(d)) {
                 v = PyDict_GetItemWithError(d, h->name);
                 if (v) Py_INCREF(v);
@@ -2221,7 +2222,7 @@ decline:
 
 static PyObject *gk_hit_bound(GuardKey *self, PyObject *grid, PyObject *const *arguments) {
     if (!self->jit) Py_RETURN_NOTIMPLEMENTED;
-    PyObject *jd = jit_dict(self), *result;  /* the kernel's attributes, read once for the hit */
+    PyObject *jd = plain_dict(self->jit, self->plain), *result;  /* the kernel's attributes, read once for the hit */
     if (!jd && PyErr_Occurred()) {  /* the general path reads them again, and raises */
         if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
         PyErr_Clear();
@@ -2884,7 +2885,7 @@ static PyObject *gi_attr(PyObject *jit, PyObject *dict, PyObject *name) {
 }
 
 static PyObject *gi_item(GuardItem *self, PyObject *jit, PyObject *grid) {
-    PyObject *dict = (PyObject *)Py_TYPE(jit) == self->plain ? PyObject_GenericGetDict(jit, NULL) : NULL;
+    PyObject *dict = plain_dict(jit, self->plain);
     if (!dict && PyErr_Occurred()) return NULL;
     PyObject *pair = gi_attr(jit, dict, self->call_attr);
     if (!pair) {  /* none attached (or reading it failed): Triton's */

@@ -535,6 +535,7 @@ def test_a_plain_kernel_whose_class_changes_is_read_as_python_reads_it():
     jit.__class__ = Jit
     assert k.hit((1,), *CALL) == "KERNEL"
 
+
 def test_the_call_keeps_its_own_parts():
     """set_call keeps a copy of the keywords it checked (a caller that changes its dict afterwards
     changes nothing); the call holds what it binds with while Python code runs (a device getter
