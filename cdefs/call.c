@@ -1654,10 +1654,12 @@ static void release(PyObject **values, Py_ssize_t n) {
 
 /* The one home of reading an object's instance dict in place of its attributes: obj's instance
  * dict while obj is of `cls`, the class judged plain for the names read (launcher.fast_dispatch
- * ._plain), else NULL with no error (cls NULL or None, or obj of another class since: read its
- * attributes).  A new reference, or NULL with an error. */
+ * ._plain), and cls still looks attributes up generically; else NULL with no error (cls NULL or
+ * None, obj of another class since, or cls (or a base) given a __getattribute__ or __getattr__
+ * since, which sets its tp_getattro slot: read its attributes).  A new reference, or NULL with an
+ * error. */
 static PyObject *plain_dict(PyObject *obj, PyObject *cls) {
-    return cls && (PyObject *)Py_TYPE(obj) == cls ? PyObject_GenericGetDict(obj, NULL) : NULL;
+    return cls && (PyObject *)Py_TYPE(obj) == cls && t_generic(cls) ? PyObject_GenericGetDict(obj, NULL) : NULL;
 }
 
 /* obj.name: read from dict (obj's __dict__, where its class is plain: no __getattribute__,

@@ -536,6 +536,47 @@ def test_a_plain_kernel_whose_class_changes_is_read_as_python_reads_it():
     assert k.hit((1,), *CALL) == "KERNEL"
 
 
+def test_a_plain_class_given_getattribute_or_getattr_later_is_read_as_python_reads_it():
+    """plain is judged once, for a class with no __getattribute__ or __getattr__ of its own: a
+    class given either afterwards (which Python then calls for every read or every miss) is read
+    by attribute lookup, for the kernel and for a knob holder's own setting alike, and by the
+    instance dict again once it is taken away."""
+    class Patched(Jit):
+        pass
+
+    jit = Patched()
+    k, record, *_ = hit_setup(jit=jit, plain=True)
+    assert k.hit((1,), *CALL) == "KERNEL"
+
+    def hooked(self, name):
+        return [print] if name == "pre_run_hooks" else object.__getattribute__(self, name)
+
+    Patched.__getattribute__ = hooked
+    assert k.hit((1,), *CALL) is NotImplemented  # the hook __getattribute__ shows: declines, as Triton's run would
+    del Patched.__getattribute__
+    assert k.hit((1,), *CALL) == "KERNEL"
+    del jit.pre_run_hooks  # a miss in the instance dict: the class's __getattr__ answers it
+    Patched.__getattr__ = lambda self, name: [print] if name == "pre_run_hooks" else None
+    assert k.hit((1,), *CALL) is NotImplemented
+    del Patched.__getattr__
+    jit.pre_run_hooks = []
+    assert k.hit((1,), *CALL) == "KERNEL"
+
+    class Holder:
+        pass
+
+    knob = Holder()
+    knob.mode = "set"
+    own = keyer(heads=("device", ("own", knob, "mode", "unset", True), "options"))
+    head = lambda: own.key(*GIVEN, *CALL)[0][1]  # noqa: E731
+    assert head() == "set"
+    Holder.__getattribute__ = lambda self, name: ({"mode": "patched"} if name == "__dict__"
+                                                  else object.__getattribute__(self, name))
+    assert head() == "patched"
+    del Holder.__getattribute__
+    assert head() == "set"
+
+
 def test_the_call_keeps_its_own_parts():
     """set_call keeps a copy of the keywords it checked (a caller that changes its dict afterwards
     changes nothing); the call holds what it binds with while Python code runs (a device getter
