@@ -205,13 +205,14 @@ def _walk(spec, arg, path, value, encoders, out):
 def stream_handle(stream, where: str = ""):
     """The handle of a stream= a caller passed (the one rule of every front door that takes one):
     an int as it is, an object with .cuda_stream (torch's) by that, anything else as it is, for
-    the launcher to refuse. A bool is refused here (an int to Python: stream=True would be handle
-    1, the legacy stream). where: what names the call in the message ("kernel 'k': ")."""
+    the launcher to refuse. A bool is refused here, as a stream or as its .cuda_stream (an int to
+    Python: True would be handle 1, the legacy stream). where: what names the call in the message ("kernel 'k': ")."""
     if stream.__class__ is int:
         return stream
-    if stream.__class__ is bool:
-        raise TypeError(f"{where}stream= expects a CUstream handle (an int) or a stream object, got {stream!r}")
-    handle = getattr(stream, "cuda_stream", None)
+    handle = getattr(stream, "cuda_stream", None) if stream.__class__ is not bool else None
+    if stream.__class__ is bool or handle.__class__ is bool:
+        got = repr(stream) if handle is None else f"{type(stream).__name__} whose cuda_stream is {handle!r}"
+        raise TypeError(f"{where}stream= expects a CUstream handle (an int) or a stream object, got {got}")
     return handle if handle is not None else stream
 
 

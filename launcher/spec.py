@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 import re
 import struct
 import sys
@@ -398,7 +399,7 @@ def encode_constant(value, _depth: int = 0):
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
-        return int(value)
+        return operator.index(value)  # the int's own value, not a subclass's __int__
     if isinstance(value, float):
         return value if math.isfinite(value) else {"float": repr(value)}
     if isinstance(value, (tuple, list)):

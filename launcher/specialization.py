@@ -128,7 +128,13 @@ def item_key(v, tensor=None):
 
 
 class AssumptionError(ValueError):
-    """An argument breaks an assumption of the compiled kernel it would be launched with."""
+    """An argument breaks an assumption of the compiled kernel it would be launched with; `path`
+    is the argument's path in the kernel's parameters (LaunchSpec.arg_name names it), None where
+    no one argument is at fault."""
+
+    def __init__(self, message, path=None):
+        super().__init__(message)
+        self.path = path
 
 
 def dtype_name(dtype) -> str:
@@ -145,23 +151,35 @@ def address_and_dtype(value, strict: bool = False):
     dtype (torch), or with __cuda_array_interface__ (CuPy, Numba). None for other values.
     data_ptr() may answer anything with __index__; strict: only an int in the u64 range, as
     Triton's JIT takes it (TypeError, OverflowError: its errors)."""
-    data_ptr = getattr(value, "data_ptr", None)
-    if data_ptr is not None and hasattr(value, "dtype"):
-        address = data_ptr()
+    read = "data_ptr"
+    try:
+        data_ptr = getattr(value, "data_ptr", None)
+        read = "dtype"
+        tensor_like = data_ptr is not None and hasattr(value, "dtype")
+        if tensor_like:
+            read = "data_ptr()"
+            address = data_ptr()
+            read = "dtype"
+            dtype = value.dtype
+    except Exception as e:  # the user's reader raised: Triton's JIT lets it through; launcher's checks name it
         if strict:
-            if not isinstance(address, int):
-                raise TypeError(f"{type(value).__name__}.data_ptr() returned {type(address).__name__}: "
-                                "an integer is required")
-            if not 0 <= address < 1 << 64:
-                raise OverflowError(f"{type(value).__name__}.data_ptr() returned {address}, outside the u64 range")
-        if address.__class__ is not int:
-            try:
-                address = operator.index(address)
-            except Exception:
-                raise TypeError(f"{type(value).__name__}.data_ptr() returned {type(address).__name__}, "
-                                "expected an int") from None
-        return address, dtype_name(value.dtype)
-    return array_address_and_dtype(value)
+            raise
+        raise TypeError(f"{type(value).__name__}.{read} raised {type(e).__name__}: {e}") from e
+    if not tensor_like:
+        return array_address_and_dtype(value)
+    if strict:
+        if not isinstance(address, int):
+            raise TypeError(f"{type(value).__name__}.data_ptr() returned {type(address).__name__}: "
+                            "an integer is required")
+        if not 0 <= address < 1 << 64:
+            raise OverflowError(f"{type(value).__name__}.data_ptr() returned {address}, outside the u64 range")
+    if address.__class__ is not int:
+        try:
+            address = operator.index(address)
+        except Exception:
+            raise TypeError(f"{type(value).__name__}.data_ptr() returned {type(address).__name__}, "
+                            "expected an int") from None
+    return address, dtype_name(dtype)
 
 
 def array_address_and_dtype(value):
@@ -259,7 +277,7 @@ def triton_type(value, *, specialize: bool = True, align: bool = True):
     if cls is bool:
         return ("u1", None)
     if cls is int or isinstance(value, int) and not isinstance(value, bool):
-        v = int(value)
+        v = operator.index(value)  # the int's own value, as Triton reads and the launch packs it: never a subclass's __int__
         if specialize and v == 1:
             return ("constexpr", 1)
         ty = int_type(v)
@@ -328,7 +346,7 @@ class AssumptionCheck:
 
     def _fail(self, path, assumed, got):
         raise AssumptionError(f"kernel {self.spec.kernel!r}: parameter {self.spec.arg_name(path)!r}: the kernel "
-                              f"was compiled for {assumed}, got {got}")
+                              f"was compiled for {assumed}, got {got}", path)
 
     def _check(self, arg, path, value):
         kind, ty = arg.kind, arg.type
@@ -384,11 +402,12 @@ class AssumptionCheck:
             if value.__class__ is bool or not isinstance(value, int):
                 self._fail(path, f"an integer ({ty})", _describe(value))
             lo, hi = compiled_int_range(ty, typed)
-            if not lo <= int(value) <= hi:
+            value = operator.index(value)  # the int's own value (what is packed), not a subclass's __int__
+            if not lo <= value <= hi:
                 self._fail(path, f"an integer in the {ty} range" if lo == S.INT_RANGES[ty][0] else
                            "an integer above the i64 range (u64; Triton types smaller ones as the signed i32 "
                            "or i64)", _describe(value))
-            if path in self.aligned and not divisible(int(value)):
+            if path in self.aligned and not divisible(value):
                 self._fail(path, "an integer divisible by 16", _describe(value))
             return
         if ty in S.FLOATS:

@@ -28,6 +28,8 @@ Everything here is data and plain Python: no Triton, no driver.
 """
 from __future__ import annotations
 
+import operator
+
 from launcher import spec as S
 from launcher.specialization import (INT_TYPES, AssumptionCheck, AssumptionError, address_and_dtype, divisible,
                                      dtype_name, int_type)
@@ -135,7 +137,7 @@ def call_form(value):
     if desc is not None:
         return {"tensordesc": desc}
     if isinstance(value, int):
-        return {"int": int(value)}
+        return {"int": operator.index(value)}  # the int's own value, not a subclass's __int__
     return S.encode_constant(value)
 
 
@@ -174,14 +176,6 @@ def _int_atoms(path, cls):
 class _CallCheck(AssumptionCheck):
     """AssumptionCheck with the call's shape: constexprs not passed match any value (a layer
     supplies them) and dtype constexprs match by Triton name."""
-
-    def __init__(self, spec, annotations):
-        super().__init__(spec, annotations)
-        self.failed_at = None
-
-    def _fail(self, path, assumed, got):
-        self.failed_at = path
-        super()._fail(path, assumed, got)
 
     _constexpr_matches = staticmethod(constexpr_matches)  # dtypes by Triton name too
 
@@ -350,24 +344,25 @@ class Chooser:
                                 f"parameter ({', '.join(self.names)}) nor a compile option")
 
     def fits(self, variant, values, options, wildcard):
-        """None when the variant may run the call, else why not."""
+        """None when the variant may run the call, else (why not, the path of the parameter at
+        fault: None for the compile options). Nothing of one call is kept on the variant: calls
+        from several threads each get their own answer."""
         for k, value in options.items():
             if k not in variant.options:
-                return f"it records no compile option {k!r}"
+                return f"it records no compile option {k!r}", None
             if not S.same_value(value, variant.options[k]):
-                return f"it was compiled with {k}={variant.options[k]!r}, the call asks for {k}={value!r}"
+                return f"it was compiled with {k}={variant.options[k]!r}, the call asks for {k}={value!r}", None
         if not wildcard:
             for k, default in variant.defaults.items():
                 if k not in options and k in variant.options and not S.same_value(variant.options[k], default):
                     return (f"it was compiled with {k}={variant.options[k]!r}; the call passes no {k}, and "
-                            f"Triton's default is {default!r} (pass {k}={variant.options[k]!r})")
-        variant.check.failed_at = None
+                            f"Triton's default is {default!r} (pass {k}={variant.options[k]!r})"), None
         try:
             variant.check(values)
         except AssumptionError as e:
             text = str(e)
             prefix = f"kernel {variant.spec.kernel!r}: "
-            return text[len(prefix):] if text.startswith(prefix) else text
+            return (text[len(prefix):] if text.startswith(prefix) else text), e.path
         return None
 
     def choose(self, values, options, arch, *, wildcard=False, recorded=()):
@@ -385,7 +380,7 @@ class Chooser:
             if why is None:
                 fit.append(v)
             else:
-                reasons.append((v, why))
+                reasons.append((v, *why))
         if not fit:
             raise NoVariantError(self._nothing_fits(reasons, arch))
         best = [v for v in fit if all(v.atoms >= w.atoms for w in fit)]
@@ -401,8 +396,7 @@ class Chooser:
 
     def _nothing_fits(self, reasons, arch) -> str:
         counts = {}
-        for v, _why in reasons:
-            path = v.check.failed_at
+        for v, _why, path in reasons:
             name = v.spec.arg_name(path) if path is not None else "compile options"
             counts[name] = counts.get(name, 0) + 1
         ranked = sorted(counts, key=lambda n: -counts[n])
@@ -411,7 +405,7 @@ class Chooser:
         else:
             head = "no variant fits these arguments (" + ", ".join(
                 f"{n if n == 'compile options' else 'parameter ' + repr(n)} rules out {counts[n]}" for n in ranked) + ")"
-        listing = "\n".join(f"  {v.describe()}: {why}" for v, why in reasons)
+        listing = "\n".join(f"  {v.describe()}: {why}" for v, why, _path in reasons)
         where = f" for sm_{arch}" if arch is not None else ""
         return f"kernel {self.name!r}: {head}; the variants{where}:\n{listing}"
 

@@ -518,6 +518,34 @@ def test_a_closed_prepared_launch_launches_nothing():
         prepared(K.add_kernel, (x, x, x, 1024, 256))[0].launch(stream=True)
 
 
+def test_a_pointer_whose_readers_raise_is_refused_naming_the_parameter():
+    """A tensor-like whose data_ptr() or dtype raises: the prepared call's check names the kernel,
+    the parameter and what raised (specialization.address_and_dtype), as the launcher object does."""
+    class Raising(FakeTensor):
+        def data_ptr(self):
+            raise RuntimeError("no address")
+
+    class NoDtype:
+        def __init__(self, address, dtype):
+            self.address = address
+
+        def data_ptr(self):
+            return self.address
+
+        @property
+        def dtype(self):
+            raise RuntimeError("no dtype")
+
+    x = FakeTensor(A0, tl.float32)
+    p = prepared(K.add_kernel, (x, x, x, 1024, 256))[0]
+    for call in (p, p.launch):
+        with pytest.raises(AssumptionError, match=r"kernel 'add_kernel': parameter 'x_ptr': .*Raising.data_ptr\(\) "
+                                                  "raised RuntimeError: no address"):
+            call(Raising(A0, tl.float32), x, x, 1024, 256)
+        with pytest.raises(AssumptionError, match="parameter 'y_ptr': .*NoDtype.dtype raised RuntimeError: no dtype"):
+            call(x, NoDtype(A0, tl.float32), x, 1024, 256)
+
+
 def test_launch_takes_a_stream_object_as_bundles_and_kernel_calls_do():
     """launch(stream=s) reads a stream object's .cuda_stream (torch.cuda.Stream), by the one rule
     of every front door (arguments.stream_handle); a bool or anything else is refused."""
@@ -529,3 +557,6 @@ def test_launch_takes_a_stream_object_as_bundles_and_kernel_calls_do():
     for bad in (True, "stream", 1.5):
         with pytest.raises(TypeError):
             p.launch(stream=bad)
+    with pytest.raises(TypeError, match="stream= expects a CUstream handle .*, got SimpleNamespace whose "
+                                        "cuda_stream is True"):
+        p.launch(stream=types.SimpleNamespace(cuda_stream=True))

@@ -15,6 +15,7 @@ import kernels as K
 from cpu_triton import FakeTensor
 from launcher._call import FastCall
 from launcher.prepared import PreparedLaunch
+from launcher.specialization import AssumptionError
 
 pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
@@ -128,8 +129,9 @@ def test_python_code_the_call_runs_may_raise_close_the_launch_or_interrupt():
     p = prepared(K.add_kernel, (x, x, x, 1024, 256))[0]
     try:
         Tensor.action = lambda: (_ for _ in ()).throw(Boom("data_ptr failed"))
-        with pytest.raises(Boom):  # the C path declines; the general path's data_ptr() raises it
-            p(x, x, x, 64)
+        with pytest.raises(AssumptionError, match="parameter 'x_ptr': .*data_ptr\\(\\) raised Boom") as info:
+            p(x, x, x, 64)  # the C path declines; the general path names what data_ptr() raised
+        assert isinstance(info.value.__context__.__cause__, Boom)  # what data_ptr() raised, kept
         Tensor.action = lambda: (_ for _ in ()).throw(KeyboardInterrupt())
         with pytest.raises(KeyboardInterrupt):
             p(x, x, x, 64)
@@ -412,7 +414,7 @@ def test_a_keyword_call_that_closes_the_launch_or_raises_in_data_ptr_is_refused_
     p = prepared(K.add_kernel, (x, x, x, 1024, 256))[0]
     try:
         Tensor.action = lambda: (_ for _ in ()).throw(Boom("data_ptr failed"))
-        with pytest.raises(Boom):
+        with pytest.raises(AssumptionError, match=r"data_ptr\(\) raised Boom"):
             p(x, x, out_ptr=x, n=64)
         Tensor.action = p.close
         with pytest.raises(ValueError, match="closed"):

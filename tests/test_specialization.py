@@ -53,6 +53,25 @@ def test_ints_beyond_64_bits_overflow_as_in_triton(value):
         triton_type(value)
 
 
+class Lying(int):
+    """An int whose __int__ disagrees with its value (or raises): Triton reads the int's own value."""
+    def __int__(self):
+        if self == 3:
+            raise RuntimeError("boom")
+        return 16
+
+
+@pytest.mark.parametrize("value", [Lying(17), Lying(1), Lying(16), Lying(3), Lying(2**40)])
+def test_an_int_subclass_is_specialized_and_checked_by_its_own_value(add, value):
+    assert triton_type(value) == native(value)  # Triton's constexpr 1 is the argument itself; ours an int
+    args = (t(0x1000), t(0x2000), t(0x3000), value, 1024)
+    if int.__index__(value) % 16 == 0 and int.__index__(value) < 2**31:
+        AssumptionCheck(add)(args)
+    else:
+        with pytest.raises(AssumptionError, match="parameter 'n'"):
+            AssumptionCheck(add)(args)
+
+
 @pytest.mark.parametrize("value", ["s", [1, 2], object(), b"x"])
 def test_unspecializable_values_are_type_errors_as_in_triton(value):
     with pytest.raises(TypeError):
