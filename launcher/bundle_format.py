@@ -319,9 +319,18 @@ def read_bundle(path) -> BundleData:
     """Read and check a bundle (see the module docstring); BundleError for anything wrong."""
     import os
 
-    where = f"bundle {os.fspath(path)!r}" if isinstance(path, (str, os.PathLike)) else "bundle"
-    try:
-        with open(path, "rb") as f:
+    import stat
+
+    where = f"bundle {os.fspath(path)!r}" if isinstance(path, (str, bytes, os.PathLike)) else "bundle"
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise BundleError(f"{where}: expected a path (a str, bytes or os.PathLike), got {type(path).__name__}")
+    try:  # opened without blocking (a FIFO would wait for a writer) and held to a regular file of bounded size
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):  # a FIFO, a device (/dev/zero), a directory: nothing is read
+                raise BundleError(f"{where}: not a regular file")
+            if st.st_size > MAX_BUNDLE_BYTES:
+                raise BundleError(f"{where}: larger than {MAX_BUNDLE_BYTES} bytes")
             raw = f.read(MAX_BUNDLE_BYTES + 1)
     except OSError as e:
         raise BundleError(f"{where}: cannot be read: {e.strerror or e}") from None
@@ -358,7 +367,11 @@ _COMPRESSION_METHODS = (8, 9, 12, 14, 93, 95, 98)
 def _first_difference(raw, expected, order, members) -> tuple:
     """Where `raw` first differs from the canonical archive `expected` of the same entries: (text
     for a message, the entry whose header holds it or None)."""
-    i = next((k for k, (a, b) in enumerate(zip(raw, expected)) if a != b), min(len(raw), len(expected)))
+    i, size, step = 0, min(len(raw), len(expected)), 1 << 16
+    while i < size and raw[i:i + step] == expected[i:i + step]:  # block by block: a large file is not walked in Python
+        i += step
+    i = min(i, size)
+    i = next((k for k in range(i, min(i + step, size)) if raw[k] != expected[k]), min(i + step, size))
     pos = 0
     spans = []
     for name in order:
@@ -655,18 +668,22 @@ class _Reader:
                 known += f", ... ({len(info.functions)} in all)"
             self.fail(f"the spec launches {spec.kernel!r}, which is not a function of the cubin's ELF symbol table "
                       f"(its functions: {known})", name)
-        if spec.arch is not None and info.arch != spec.arch:
+        if spec.arch is None:  # a bundle chooses among its variants by the device's architecture
+            self.fail(f"the spec names no architecture (target.arch); the cubin is for sm_{info.arch}", name)
+        if info.arch != spec.arch:
             self.fail(f"the cubin is for sm_{info.arch}, the spec says sm_{spec.arch}", name)
         kernel = info.kernels.get(spec.kernel)
-        if kernel is not None:
-            sizes = [p.size for p in spec.params]
-            if kernel.param_sizes != sizes:
-                self.fail(f"the cubin's kernel {spec.kernel!r} takes parameters of {kernel.param_sizes} bytes, "
-                          f"the spec packs {sizes}", name)
-            threads = spec.num_warps * spec.warp_size
-            if kernel.reqntid is not None and kernel.reqntid[0] * kernel.reqntid[1] * kernel.reqntid[2] != threads:
-                self.fail(f"the cubin's kernel requires blocks of {kernel.reqntid} threads, the spec launches "
-                          f"{spec.num_warps} warps of {spec.warp_size}", name)
+        if kernel is None:  # ptxas writes one for every kernel: without it the parameters cannot be held to the spec
+            self.fail(f"the cubin has no .nv.info.{spec.kernel} section, so the sizes of its kernel's parameters "
+                      "cannot be checked against the spec", name)
+        sizes = [p.size for p in spec.params]
+        if kernel.param_sizes != sizes:
+            self.fail(f"the cubin's kernel {spec.kernel!r} takes parameters of {kernel.param_sizes} bytes, "
+                      f"the spec packs {sizes}", name)
+        threads = spec.num_warps * spec.warp_size  # without the record (Triton always writes .reqntid) the driver checks
+        if kernel.reqntid is not None and kernel.reqntid[0] * kernel.reqntid[1] * kernel.reqntid[2] != threads:
+            self.fail(f"the cubin's kernel requires blocks of {kernel.reqntid} threads, the spec launches "
+                      f"{spec.num_warps} warps of {spec.warp_size}", name)
 
     # -- kernels --
     def kernel(self, k, what, variants) -> KernelEntry:
@@ -752,7 +769,9 @@ class _Reader:
                     self.fail(f"{what}.choices[{i}].config: {index} is not a config index")
                 key_data = self.get(ch, "key", dict, f"{what}.choices[{i}]")
                 self.get(key_data, "values", list, f"{what}.choices[{i}].key")
-                self.get(key_data, "dtypes", list, f"{what}.choices[{i}].key")
+                dtypes = self.get(key_data, "dtypes", list, f"{what}.choices[{i}].key")
+                if not all(isinstance(d, str) for d in dtypes):
+                    self.fail(f"{what}.choices[{i}].key.dtypes: expected dtype names, got {_short(dtypes)}")
                 choices.append((key_data, index))
             return Autotune(tuple(key), tuple(configs), tuple(choices))
         if kind == "heuristics":

@@ -134,6 +134,18 @@ class _NeverKeys:
     """GuardKey's no_key class: every argument of a bundled kernel keys (the slow path explains)."""
 
 
+def keyed_apart(value) -> bool:
+    """Whether the key of an argument (key_params' third kind: ints by int_key's classes, floats
+    and bools by class) tells a variant's constant `value` (encoded) from every other value of
+    the argument: None, 1, or a value keyed by itself (a dtype, a function...); not another int, a
+    float or a bool. A parameter that is not a constexpr but that a variant has such a constant
+    compiled in for (a tuple item compiled as a constexpr, say) is keyed by value (raw_key):
+    otherwise a call of another value would take the cached variant."""
+    if value is None or value.__class__ is int and value == 1:
+        return True
+    return not isinstance(value, (int, float)) and not (isinstance(value, dict) and "float" in value)
+
+
 def key_params(params, raw, kinds) -> tuple:
     """GuardKey's params for a bundled kernel (launcher._call's GuardKey): constexprs by value
     (spec.bounded), parameters a layer reads by value (raw_key), the rest as arguments, their
@@ -270,6 +282,9 @@ class BundleKernel:
                 self._layer_names.update(layer.names)
                 for inputs, _ in layer.records:
                     self._raw.update(inputs)
+        for v in variants:  # a constant compiled in for an argument its key would not tell apart
+            self._raw.update(self.params[path[0]].name for path, value in v.spec.constants or ()
+                             if not self.params[path[0]].constexpr and not keyed_apart(value))
         self._call = None  # the generated call path, made on first use
         self._bound = None  # k[grid]: the keyer's bind, set with _call
         self._binder = None
@@ -537,7 +552,7 @@ class _Recorded:
         forms = {n: V.call_form(v) for n, v in zip(self.kernel.names, self.args) if v is not V.MISSING}
         options = {k: v for k, v in self.options.items()}
         for call in self.kernel.entry.calls:
-            if call.args == forms and all(V._same_option(options.get(k), v) for k, v in call.options.items()) \
+            if call.args == forms and all(S.same_value(options.get(k), v) for k, v in call.options.items()) \
                     and set(call.options) == set(options):
                 yield call.variant
 

@@ -10,6 +10,7 @@ The choice is also a function of the key the generated call path caches it under
 """
 
 import sys
+import types
 
 import pytest
 import triton.language as tl
@@ -437,6 +438,21 @@ def test_calls_no_variant_takes_fail_with_their_own_error_before_any_driver_call
         def data_ptr(self):
             return "%d"
 
+    class Raising(FakeTensor):
+        def data_ptr(self):
+            raise RuntimeError("no address")
+
+    class NoDtype:
+        def __init__(self, address, dtype):
+            self.address = address
+
+        def data_ptr(self):
+            return self.address
+
+        @property
+        def dtype(self):
+            raise RuntimeError("no dtype")
+
     cases = [
         (lambda: kernel[(1,)](x, x, 4096, 3, 2.0, BLOCK=_deep(100_000)), TypeError,
          "parameter 'BLOCK': tuples and lists nested more than 32 deep"),
@@ -451,6 +467,12 @@ def test_calls_no_variant_takes_fail_with_their_own_error_before_any_driver_call
         (lambda: kernel[(1,)](x, x, 4096, 3, 2.0, stream=True), TypeError, "stream= expects a CUstream handle"),
         (lambda: kernel[(1,)](Lying(A, tl.float32), x, 4096, 3, 2.0), NoVariantError,
          r"parameter 'x_ptr'.*data_ptr\(\) returned str, expected an int"),
+        (lambda: kernel[(1,)](Raising(A, tl.float32), x, 4096, 3, 2.0), NoVariantError,
+         r"parameter 'x_ptr'.*Raising.data_ptr\(\) raised RuntimeError: no address"),
+        (lambda: kernel[(1,)](x, NoDtype(A, tl.float32), 4096, 3, 2.0), NoVariantError,
+         r"parameter 'out_ptr'.*NoDtype.dtype raised RuntimeError: no dtype"),
+        (lambda: kernel[(1,)](x, x, 4096, 3, 2.0, stream=types.SimpleNamespace(cuda_stream=True)), TypeError,
+         "stream= expects a CUstream handle"),
     ]
     for call, error, text in cases:
         with pytest.raises(error, match=text):
@@ -473,8 +495,13 @@ def test_dtypes_and_constexprs_must_match(scale):
 
 def test_compile_options_must_match_and_default_to_tritons(scale):
     kernel, _ = scale
-    with pytest.raises(NoVariantError, match="compiled with num_warps=4, the call asks for num_warps=8"):
-        kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, num_warps=8)
+    for before in (None, 64):  # what a call failed on before does not name this call's fault
+        if before is not None:
+            with pytest.raises(NoVariantError, match="parameter 'BLOCK' rules out"):
+                kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, BLOCK=before)
+        with pytest.raises(NoVariantError, match=r"(?s)\(compile options rules out \d+\).*compiled with num_warps=4, "
+                                                 "the call asks for num_warps=8"):
+            kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, num_warps=8)
     assert kernel.choose(arch=90)(_t(A), _t(A), 4096, 3, 2.0, num_warps=4).spec.num_warps == 4
     for other in (4.0, True):  # another constant, as a prepared launch and Triton's key tell them (spec.same_value)
         with pytest.raises(NoVariantError, match=f"compiled with num_warps=4, the call asks for num_warps={other}"):
@@ -525,12 +552,17 @@ def test_ambiguous_calls_take_the_recorded_variant_or_are_refused(tmp_path, scal
     from launcher import variants as V
 
     names = ("x_ptr", "out_ptr", "n", "stride", "scale")
-    recorded = BF.Call({n: V.call_form(v) for n, v in zip(names, call)}, {}, fp16.id)
+    forms = {n: V.call_form(v) for n, v in zip(names, call)}
     k = data.kernels["bundle_kernels.scale_kernel"]
-    data = data.replace(kernels={k.name: k.replace(calls=(recorded,))})
-    path = tmp_path / "recorded.bundle"
-    BF.write_bundle(path, data, "test")
-    assert launcher.load_bundle(path).scale_kernel.choose(arch=90)(*call).id == fp16.id
+    for options in ({}, {"num_warps": 4}):  # a call recorded with compile options: the same options take it
+        recorded = BF.Call(forms, options, fp16.id)
+        path = tmp_path / "recorded.bundle"
+        BF.write_bundle(path, data.replace(kernels={k.name: k.replace(calls=(recorded,))}), "test")
+        choose = launcher.load_bundle(path).scale_kernel.choose(arch=90)
+        assert choose(*call, **options).id == fp16.id
+        if options:
+            with pytest.raises(NoVariantError, match="several variants fit this call"):
+                choose(*call)  # not the options it was recorded with
 
 
 @pytest.fixture(scope="module")
@@ -548,6 +580,27 @@ def _ptr(p):
             return p
 
     return T()
+
+
+def test_a_constant_compiled_in_for_an_argument_keys_that_argument_by_value(captured, tmp_path):
+    """A variant with a constant compiled in for a parameter that is not a constexpr (a tuple item
+    compiled as a constexpr; a manifest that says BLOCK is not a constexpr) keys that argument by
+    value: a call of another value is not the cached call's key (it would launch the constant)."""
+    import cpu_corpus as C
+
+    path = tmp_path / "tuples.bundle"
+    launcher.export(path, C.BY_NAME["tuples"].compile())  # t = (ptr, i32, constexpr 3), as compiled from its signature
+    k = launcher.load_bundle(path).tuple_kernel
+    key = lambda third: k.key(0, BC.OUT, (BC.X, 16, third), ((BC.Y, 4), (1, 0.5)), 2, 1.5)  # noqa: E731
+    assert key(3) != key(4) and key(3) == key(3)
+    data = captured.data
+    entry = data.kernels["kernels.add_kernel"]
+    loose = entry.replace(params=tuple(p.replace(constexpr=False) if p.name == "BLOCK" else p for p in entry.params))
+    path = tmp_path / "loose.bundle"
+    BF.write_bundle(path, data.replace(kernels={**data.kernels, entry.name: loose}), "test")
+    add = launcher.load_bundle(path)["kernels.add_kernel"]
+    x = _t(A)
+    assert add.key(0, x, x, x, 4096, 1024) != add.key(0, x, x, x, 4096, 2048)
 
 
 def test_autotuned_kernels_take_the_config_recorded_for_the_key(captured):

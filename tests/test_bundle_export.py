@@ -140,6 +140,11 @@ def test_inspect_lists_kernels_variants_and_autotune_choices(tmp_path):
     variant = tuned["variants"][0]
     assert variant["arch"] == 90 and variant["sizes"]["cubin"] > 0 and variant["signature"]["x_ptr"] == "*fp32"
 
+    def bad_dtypes(m):  # a dtype that is not a name: refused as the bundle is read, not a traceback in inspect
+        tuned = next(k for k in m["kernels"] if k["name"] == "bundle_kernels.tuned_add")
+        tuned["layers"][0]["choices"][0]["key"]["dtypes"][0] = 7
+    _refused(_rezip(path.read_bytes(), _manifest_edit(bad_dtypes)), r"choices\[0\]\.key\.dtypes: expected dtype names")
+
 
 def test_inspect_of_a_bad_bundle_is_one_line_and_no_traceback(tmp_path, corpus):
     raw = corpus[0].read_bytes()
@@ -242,6 +247,7 @@ def test_a_spec_that_contradicts_its_cubin_is_refused(small):
                  "\\(its functions: add_kernel\\)", r"variants/[0-9a-f]{16}/kernel\.cubin")
     assert "kernel.cubin" in str(e)
     _refused(_rebuild(data, vid, spec=v.spec.derive(arch=100)), "the cubin is for sm_90, the spec says sm_100")
+    _refused(_rebuild(data, vid, spec=v.spec.derive(arch=None)), "the spec names no architecture")
     # the same kernel compiled with n as i64: a cubin taking an 8-byte n, under the i32 spec
     sig = tuple((name, "i64" if name == "n" else t) for name, t in C.ADD_SIG)
     wide = compile_cpu(K.add_kernel, sig, (("BLOCK", 1024),), 90, ((0,), (1,), (2,), (3,)))
@@ -251,6 +257,10 @@ def test_a_spec_that_contradicts_its_cubin_is_refused(small):
     _refused(_rebuild(data, vid, spec=more_warps, options=dict(v.options, num_warps=8)),
              r"requires blocks of \(128, 1, 1\) threads, the spec launches 8 warps of 32")
     _refused(_rebuild(data, vid, cubin=b"\x7fELF" + bytes(100)), "not a cubin")
+    # a cubin whose kernel has no .nv.info section (renamed): its parameters could not be checked
+    renamed = v.cubin.replace(b".nv.info.add_kernel\x00", b".nv.info.add_kernez\x00")
+    assert renamed != v.cubin
+    _refused(_rebuild(data, vid, cubin=renamed), r"no \.nv\.info\.add_kernel section")
 
 
 def test_manifest_fields_are_checked(small):
@@ -511,3 +521,31 @@ def test_a_changed_timestamp_names_the_entry_whose_header_holds_it(small):
     edited[at + 10] ^= 0x22  # the modification time: the entry reads, the archive is not as written
     _refused(bytes(edited), f"not as launcher writes it: the local header of entry {re.escape(repr(entry))} differs "
                             f"at byte {at + 10}", re.escape(entry))
+
+
+@pytest.mark.parametrize("at", [0, 1, 65535, 65536, 65537, 200_001, None])
+def test_the_first_difference_is_found_block_by_block(at):
+    """_first_difference compares a large archive in blocks (not byte by byte in Python) and still
+    names the first byte that differs, or the length where one archive is a prefix of the other."""
+    expected = bytes(range(256)) * 1200  # 307,200 bytes
+    raw = bytearray(expected)
+    if at is None:
+        raw = raw[:250_000]
+    else:
+        raw[at] ^= 1
+        raw[at + 5] ^= 1  # a later difference is not the first
+    text, entry = BF._first_difference(bytes(raw), expected, [], {})
+    want = 250_000 if at is None else at
+    assert entry is None and (text == ": 250000 bytes where launcher writes 307200" if at is None
+                              else text == f": the end-of-archive record differs at byte {want}")
+
+
+def test_a_path_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path):
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer
+    for path, message in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file"),
+                          (tmp_path, "not a regular file|cannot be read"), (0, "expected a path")):
+        with pytest.raises(BundleError, match=message):
+            launcher.load_bundle(path)

@@ -131,6 +131,14 @@ def test_single_files_and_bad_input(unfenced, tmp_path, capsys):
     assert main([str(broken)]) == 2
     assert f"{broken}:" in capsys.readouterr().err
     assert main([str(tmp_path / "missing.ptx")]) == 2
+    fifo = tmp_path / "f.ptx"
+    os.mkfifo(fifo)  # read without blocking and refused, as a device is (nothing read from /dev/zero)
+    for path in (fifo, "/dev/zero"):
+        assert main([str(path)]) == 2
+        assert "cannot read: not a regular file" in capsys.readouterr().err
+    crlf = tmp_path / "crlf.ptx"  # Windows newlines read as text mode reads them
+    crlf.write_bytes(unfenced.asm["ptx"].replace("\n", "\r\n").encode())
+    assert main([str(crlf)]) == main([str(ptx)])
 
 
 def test_unreadable_kernel_is_loaded_unchecked_with_the_line(unfenced, tmp_path, caplog):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 
 from .checker import check_kernel, metadata_shared
@@ -37,12 +38,27 @@ def _kernels_in(path: str) -> list[tuple[str | None, str | None]]:
     return kernels
 
 
+MAX_IR_BYTES = 1 << 30  # no PTX or TTGIR Triton writes comes near it
+
+
+def _read_text(path: str) -> str:
+    """A regular file's text (UTF-8), opened without blocking (a FIFO would wait for a writer);
+    OSError for anything else (a device such as /dev/zero, a file over MAX_IR_BYTES)."""
+    with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError("not a regular file")
+        if st.st_size > MAX_IR_BYTES:
+            raise OSError(f"larger than {MAX_IR_BYTES} bytes")
+        text = handle.read(MAX_IR_BYTES + 1).decode("utf-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # newlines as text mode reads them
+
+
 def _check(ptx_path: str | None, ttgir_path: str | None) -> Report:
     texts = {}
     for key, path in (("ptx", ptx_path), ("ttgir", ttgir_path)):
         if path is not None:
-            with open(path, encoding="utf-8") as handle:
-                texts[key] = handle.read()
+            texts[key] = _read_text(path)
     stem = os.path.splitext(ptx_path or ttgir_path or "")[0]
     return check_kernel(ptx=texts.get("ptx"), ttgir=texts.get("ttgir"), ptx_filename=ptx_path or "",
                         ttgir_filename=ttgir_path or "", shared=metadata_shared(stem + ".json"))
