@@ -424,3 +424,35 @@ $L__BB0_2:
     assert [f.severity for f in findings] == ["unknown"]
     assert "without a bound" in findings[0].message
     assert check_ptx(kernel(body), shared=1024) == []  # the store lies past a 1 KiB allocation: no overlap
+
+
+def test_a_register_defined_many_times_costs_joins_in_proportion():
+    """A register redefined N times across blocks with back edges: the ("all", register) node joins
+    only the definitions that changed since it was last evaluated, so the joins grow with N, not
+    with N * N (hostile PTX in a bundle made the check take 43 s at N = 6400). Counted, not timed."""
+    from launcher.fence import ptx as P
+
+    def growing(n):
+        body = ["\tmov.u32 \t%r1, %tid.x;", "\tsetp.lt.s32 \t%p1, %r1, 5;", "\tmov.b32 \t%r2, global_smem;",
+                "\tmov.b32 \t%r3, %r2;", "$L__top:"]
+        for i in range(n):
+            body += ["\tadd.s32 \t%r3, %r3, 16;", "\tst.shared.b32 \t[%r3], %r1;", "\t@%p1 bra \t$L__top;", f"$L__n{i}:"]
+        body.append("\tcp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%rd1, {%r1}], [%r2];")
+        return kernel("\n".join(body))
+
+    counts = []
+    real = P._join
+    for n in (200, 400):
+        calls = [0]
+
+        def counting(a, b):
+            calls[0] += 1
+            return real(a, b)
+
+        P._join = counting
+        try:
+            check_ptx(growing(n))
+        finally:
+            P._join = real
+        counts.append(calls[0])
+    assert counts[1] < 3 * counts[0], counts  # quadratic would be about 4x

@@ -1112,12 +1112,18 @@ class AddressAnalysis:
         changes: dict[tuple, int] = {}
         worklist = sorted(nodes, key=lambda k: -1 if k[0] == "all" else k[0], reverse=True)
         queued = set(worklist)
+        # an ("all", register) node joins its definitions' values; values only grow, so after its first
+        # evaluation it joins only the definitions that changed since (not all of them again: a register
+        # defined N times would cost N joins per change, N * N in all)
+        changed: dict[tuple, dict | None] = {key: None for key in nodes if key[0] == "all"}
         while worklist:
             key = worklist.pop()
             queued.discard(key)
             if key[0] == "all":
-                new = None
-                for definition in self.defs[key[1]]:
+                sources = changed[key]
+                changed[key] = {}
+                new = self.values.get(key)
+                for definition in (self.defs[key[1]] if sources is None else sources):
                     new = _join(new, self.values.get((definition, key[1])))
             else:
                 new = self._evaluate_definition(key, inputs[key[0]])
@@ -1132,6 +1138,8 @@ class AddressAnalysis:
                 continue
             self.values[key] = joined
             for dependent in dependents.get(key, ()):
+                if dependent[0] == "all" and changed[dependent] is not None:
+                    changed[dependent][key[0]] = None
                 if dependent not in queued:
                     queued.add(dependent)
                     worklist.append(dependent)
