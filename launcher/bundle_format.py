@@ -485,8 +485,14 @@ def _json(raw: bytes, where: str, entry: str):
     def no_constants(name):
         raise ValueError(f"{name} is not JSON")
 
+    def no_duplicates(pairs):  # {"version": 2, "version": 1} is not read as either
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"the key {next(k for k in keys if keys.count(k) > 1)!r} appears twice in one object")
+        return dict(pairs)
+
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=no_constants)
+        data = json.loads(raw.decode("utf-8"), parse_constant=no_constants, object_pairs_hook=no_duplicates)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise BundleError(f"{where}: not valid JSON ({e})", entry) from None
     if _deeper_than(data, _MAX_DEPTH):  # what reads it (types, constants) recurses: no RecursionError later
@@ -550,7 +556,7 @@ class _Reader:
             self.fail("expected a JSON object")
         if m.get("format") != FORMAT:
             self.fail(f"format is {_short(m.get('format'))}, expected {FORMAT!r} (not a launcher bundle)")
-        if m.get("version") != VERSION:
+        if type(m.get("version")) is not int or m.get("version") != VERSION:  # not true, not 1.0
             self.fail(f"format version {_short(m.get('version'))} is not one this launcher reads (it reads "
                       f"version {VERSION}); use the launcher release that wrote it, or export the kernels again")
 
@@ -638,7 +644,7 @@ class _Reader:
             fence=self.fence(v, what))
         if self.get(v, "symbol", str, what) != spec.kernel:
             self.fail(f"{what}.symbol: {_short(v['symbol'])}, but its spec launches {spec.kernel!r}")
-        if self.get(v, "arch", object, what) != spec.arch:
+        if self.get(v, "arch", int, what) != spec.arch:
             self.fail(f"{what}.arch: {_short(v['arch'])}, but its spec targets {spec.arch!r}")
         for key, value in entry.options.items():
             if key in ("num_warps", "num_ctas") and value != getattr(spec, key):
@@ -694,6 +700,9 @@ class _Reader:
             self.fail(f"{what}.function: {_short(function)} is not a Python name")
         module = self.get(k, "module", str, what)
         file = self.get(k, "file", str, what, optional=True)
+        for field, text in (("name", name), ("module", module), ("file", file or "")):
+            if not text.isprintable():  # inspect and error messages print them: no escapes, no line breaks
+                self.fail(f"{what}.{field}: {_short(text)} holds characters that are not printable")
         line = self.get(k, "line", int, what, optional=True)
         params = []
         for i, p in enumerate(self.get(k, "params", list, what)):

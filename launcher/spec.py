@@ -630,7 +630,7 @@ def _spec_from_json(data) -> LaunchSpec:
         raise SpecError(f"{where}: expected a JSON object, got {type(data).__name__}")
     if data.get("format") != SPEC_FORMAT:
         raise SpecError(f"{where}.format: expected {SPEC_FORMAT!r}, got {data.get('format')!r}")
-    if data.get("version") != SPEC_VERSION:
+    if type(data.get("version")) is not int or data.get("version") != SPEC_VERSION:  # not true, not 1.0
         raise SpecError(f"{where}.version: this launcher reads version {SPEC_VERSION}, got {data.get('version')!r}")
     kernel = _field(data, "kernel", str, where)
     args = _field(data, "args", list, where)

@@ -247,7 +247,7 @@ def test_a_spec_that_contradicts_its_cubin_is_refused(small):
                  "\\(its functions: add_kernel\\)", r"variants/[0-9a-f]{16}/kernel\.cubin")
     assert "kernel.cubin" in str(e)
     _refused(_rebuild(data, vid, spec=v.spec.derive(arch=100)), "the cubin is for sm_90, the spec says sm_100")
-    _refused(_rebuild(data, vid, spec=v.spec.derive(arch=None)), "the spec names no architecture")
+    _refused(_rebuild(data, vid, spec=v.spec.derive(arch=None)), "the spec names no architecture|arch: expected an integer")
     # the same kernel compiled with n as i64: a cubin taking an 8-byte n, under the i32 spec
     sig = tuple((name, "i64" if name == "n" else t) for name, t in C.ADD_SIG)
     wide = compile_cpu(K.add_kernel, sig, (("BLOCK", 1024),), 90, ((0,), (1,), (2,), (3,)))
@@ -283,9 +283,17 @@ def test_manifest_fields_are_checked(small):
         (_manifest_edit(lambda m: m["variants"][0].update(symbol="nope")), "symbol: 'nope', but its spec launches"),
         (_manifest_edit(lambda m: m["variants"][0].update(options=7)), "options: expected an object"),
         (_manifest_edit(lambda m: m.pop("kernels")), "missing field 'kernels'"),
+        (_manifest_edit(lambda m: m.update(version=True)), "format version True is not one this launcher reads"),
+        (_manifest_edit(lambda m: m.update(version=1.0)), "format version 1.0 is not one this launcher reads"),
+        (_manifest_edit(lambda m: m["variants"][0].update(arch=90.0)), "arch: expected an integer"),
+        (first_kernel(lambda k: k.update(name="kernels.add\x1b[31m_kernel")), "name: .* not printable"),
+        (first_kernel(lambda k: k.update(file="a.py\nfake line")), "file: .* not printable"),
     ]
     for edit, message in cases:
         _refused(_rezip(raw, edit), message, "manifest.json")
+    twice = BC.rezip(raw, lambda m: m.update({BF.MANIFEST: m[BF.MANIFEST].replace(b"{", b'{"version": 2, ', 1)}),
+                     rehash=False)  # {"version": 2, ..., "version": 1}: read as neither
+    _refused(twice, "the key 'version' appears twice", "manifest.json")
 
 
 def _nested(depth):
