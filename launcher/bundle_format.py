@@ -319,19 +319,13 @@ def read_bundle(path) -> BundleData:
     """Read and check a bundle (see the module docstring); BundleError for anything wrong."""
     import os
 
-    import stat
+    from launcher.files import read_regular_file
 
-    where = f"bundle {os.fspath(path)!r}" if isinstance(path, (str, bytes, os.PathLike)) else "bundle"
     if not isinstance(path, (str, bytes, os.PathLike)):
-        raise BundleError(f"{where}: expected a path (a str, bytes or os.PathLike), got {type(path).__name__}")
-    try:  # opened without blocking (a FIFO would wait for a writer) and held to a regular file of bounded size
-        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):  # a FIFO, a device (/dev/zero), a directory: nothing is read
-                raise BundleError(f"{where}: not a regular file")
-            if st.st_size > MAX_BUNDLE_BYTES:
-                raise BundleError(f"{where}: larger than {MAX_BUNDLE_BYTES} bytes")
-            raw = f.read(MAX_BUNDLE_BYTES + 1)
+        raise BundleError(f"bundle: expected a path (a str, bytes or os.PathLike), got {type(path).__name__}")
+    where = f"bundle {os.fspath(path)!r}"
+    try:
+        raw = read_regular_file(path, MAX_BUNDLE_BYTES)
     except OSError as e:
         raise BundleError(f"{where}: cannot be read: {e.strerror or e}") from None
     return parse_bundle(raw, where)

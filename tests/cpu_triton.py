@@ -166,6 +166,27 @@ class FakeTensor:
         return f"FakeTensor({self.ptr:#x}, {self.dtype})"
 
 
+class Raising(FakeTensor):
+    """A tensor whose data_ptr() raises RuntimeError("no address")."""
+
+    def data_ptr(self):
+        raise RuntimeError("no address")
+
+
+class NoDtype:
+    """A tensor-like whose dtype raises RuntimeError("no dtype") (its data_ptr() answers)."""
+
+    def __init__(self, address):
+        self.address = address
+
+    def data_ptr(self):
+        return self.address
+
+    @property
+    def dtype(self):
+        raise RuntimeError("no dtype")
+
+
 def triton_specialization(fn, *args, **kwargs):
     """What Triton's JIT computes for a call of JIT function `fn` (the CpuDriver must be active):
     (specialization list, options) from its own binder."""

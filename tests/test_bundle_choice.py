@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import bundle_cases as BC
 import bundle_kernels as B
 import launcher
-from cpu_triton import FakeTensor, cpu_triton, triton_specialization
+from cpu_triton import FakeTensor, NoDtype, Raising, cpu_triton, triton_specialization
 from launcher import NoVariantError
 from launcher import bundle_format as BF
 from launcher import bundle_kernel as BK
@@ -438,21 +438,6 @@ def test_calls_no_variant_takes_fail_with_their_own_error_before_any_driver_call
         def data_ptr(self):
             return "%d"
 
-    class Raising(FakeTensor):
-        def data_ptr(self):
-            raise RuntimeError("no address")
-
-    class NoDtype:
-        def __init__(self, address, dtype):
-            self.address = address
-
-        def data_ptr(self):
-            return self.address
-
-        @property
-        def dtype(self):
-            raise RuntimeError("no dtype")
-
     cases = [
         (lambda: kernel[(1,)](x, x, 4096, 3, 2.0, BLOCK=_deep(100_000)), TypeError,
          "parameter 'BLOCK': tuples and lists nested more than 32 deep"),
@@ -469,7 +454,7 @@ def test_calls_no_variant_takes_fail_with_their_own_error_before_any_driver_call
          r"parameter 'x_ptr'.*data_ptr\(\) returned str, expected an int"),
         (lambda: kernel[(1,)](Raising(A, tl.float32), x, 4096, 3, 2.0), NoVariantError,
          r"parameter 'x_ptr'.*Raising.data_ptr\(\) raised RuntimeError: no address"),
-        (lambda: kernel[(1,)](x, NoDtype(A, tl.float32), 4096, 3, 2.0), NoVariantError,
+        (lambda: kernel[(1,)](x, NoDtype(A), 4096, 3, 2.0), NoVariantError,
          r"parameter 'out_ptr'.*NoDtype.dtype raised RuntimeError: no dtype"),
         (lambda: kernel[(1,)](x, x, 4096, 3, 2.0, stream=types.SimpleNamespace(cuda_stream=True)), TypeError,
          "stream= expects a CUstream handle"),

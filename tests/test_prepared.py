@@ -15,7 +15,7 @@ from launcher import CudaLauncher, triton_adapter as A
 from launcher.prepared import PreparedLaunch
 from launcher.specialization import AssumptionError
 from triton_compile import compile_cpu
-from cpu_triton import FakeTensor
+from cpu_triton import FakeTensor, NoDtype, Raising
 
 triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
@@ -521,21 +521,6 @@ def test_a_closed_prepared_launch_launches_nothing():
 def test_a_pointer_whose_readers_raise_is_refused_naming_the_parameter():
     """A tensor-like whose data_ptr() or dtype raises: the prepared call's check names the kernel,
     the parameter and what raised (specialization.address_and_dtype), as the launcher object does."""
-    class Raising(FakeTensor):
-        def data_ptr(self):
-            raise RuntimeError("no address")
-
-    class NoDtype:
-        def __init__(self, address, dtype):
-            self.address = address
-
-        def data_ptr(self):
-            return self.address
-
-        @property
-        def dtype(self):
-            raise RuntimeError("no dtype")
-
     x = FakeTensor(A0, tl.float32)
     p = prepared(K.add_kernel, (x, x, x, 1024, 256))[0]
     for call in (p, p.launch):
@@ -543,7 +528,7 @@ def test_a_pointer_whose_readers_raise_is_refused_naming_the_parameter():
                                                   "raised RuntimeError: no address"):
             call(Raising(A0, tl.float32), x, x, 1024, 256)
         with pytest.raises(AssumptionError, match="parameter 'y_ptr': .*NoDtype.dtype raised RuntimeError: no dtype"):
-            call(x, NoDtype(A0, tl.float32), x, 1024, 256)
+            call(x, NoDtype(A0), x, 1024, 256)
 
 
 def test_launch_takes_a_stream_object_as_bundles_and_kernel_calls_do():

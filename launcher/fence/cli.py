@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
 import sys
+
+from launcher.files import read_regular_file
 
 from .checker import check_kernel, metadata_shared
 from .errors import ParseError
@@ -42,16 +43,10 @@ MAX_IR_BYTES = 1 << 30  # no PTX or TTGIR Triton writes comes near it
 
 
 def _read_text(path: str) -> str:
-    """A regular file's text (UTF-8), opened without blocking (a FIFO would wait for a writer);
-    OSError for anything else (a device such as /dev/zero, a file over MAX_IR_BYTES)."""
-    with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
-        st = os.fstat(handle.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError("not a regular file")
-        if st.st_size > MAX_IR_BYTES:
-            raise OSError(f"larger than {MAX_IR_BYTES} bytes")
-        text = handle.read(MAX_IR_BYTES + 1).decode("utf-8")
-    return text.replace("\r\n", "\n").replace("\r", "\n")  # newlines as text mode reads them
+    """A regular file's text (UTF-8, newlines as text mode reads them); OSError for anything else
+    (launcher.files.read_regular_file: a FIFO, a device such as /dev/zero, a file over MAX_IR_BYTES)."""
+    text = read_regular_file(path, MAX_IR_BYTES).decode("utf-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _check(ptx_path: str | None, ttgir_path: str | None) -> Report:
