@@ -252,3 +252,51 @@ def store_through_device_descriptor(out_ptr, M, N):
     desc = tma.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [64, 64], layout)
     tma_store(desc, [0, 0], smem)
     tma.store_wait(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# cp.async (generic proxy) into wgmma operands: a fence orders only the copies that are complete.
+# PLACE says where the fence goes: "none", "before_wait" (copies still in flight at the fence: the
+# hazard stays), "after_wait" (right). COMPLETION: "group" waits with cp.async.wait_group, "mbarrier"
+# has an mbarrier track the copies (cp.async.mbarrier.arrive) and waits on it.
+
+
+@gluon.jit
+def cp_async_wgmma(a_ptr, b_ptr, out_ptr, PLACE: gl.constexpr, COMPLETION: gl.constexpr):
+    shared: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, 64, 16])
+    a = gl.allocate_shared_memory(gl.float16, [64, 64], shared)
+    b = gl.allocate_shared_memory(gl.float16, [64, 64], shared)
+    rows = gl.arange(0, 64, gl.SliceLayout(1, layout))
+    cols = gl.arange(0, 64, gl.SliceLayout(0, layout))
+    offsets = rows[:, None] * 64 + cols[None, :]
+    cp_async_load(a, a_ptr + offsets)
+    cp_async_load(b, b_ptr + offsets)
+    if COMPLETION == "group":
+        async_copy.commit_group()
+        if PLACE == "before_wait":
+            fence_async_shared()
+        async_copy.wait_group(0)
+    else:
+        bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(bar, count=128)
+        async_copy.mbarrier_arrive(bar, increment_count=False)
+        if PLACE == "before_wait":
+            fence_async_shared()
+        mbarrier.wait(bar, 0)
+    if PLACE == "after_wait":
+        fence_async_shared()
+    acc = gl.zeros([64, 64], gl.float32, acc_layout)
+    acc = warpgroup_mma(a, b, acc)
+    out_rows = gl.arange(0, 64, gl.SliceLayout(1, acc_layout))
+    out_cols = gl.arange(0, 64, gl.SliceLayout(0, acc_layout))
+    gl.store(out_ptr + out_rows[:, None] * 64 + out_cols[None, :], acc)
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_cp_async(place, completion):
+    signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "out_ptr": "*fp32"}
+    return compile_kernel(cp_async_wgmma, signature, {"PLACE": place, "COMPLETION": completion},
+                          attrs={(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]})

@@ -19,7 +19,9 @@ STRAY = ["{", "}", ";", ",", "(", ")", "[", "]", "@%p1", "%r1", "global_smem", "
          "brx.idx %r1, $L_nowhere;", "bra $L__missing;", "call.uni f, (p);", "// comment", "/*", "*/", '"', "0x",
          "st.shared.b32 [%r1], %r2;", "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r1}], [%r9];",
          "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%f1}, %rd1, %rd2, 1, 1, 1, 0, 0;",
-         "tcgen05.mma.cta_group::1.kind::f16 [%r1], %rd1, %rd2, %r3, 1;", "fence.proxy.async;", "", "\x00", "é"]
+         "tcgen05.mma.cta_group::1.kind::f16 [%r1], %rd1, %rd2, %r3, 1;", "fence.proxy.async;", "", "\x00", "é",
+         "cp.async.commit_group;", "cp.async.wait_group 1;", "cp.async.wait_group %r1;", "cp.async.wait_all;",
+         "cp.async.mbarrier.arrive.noinc.shared.b64 [%r1];", "ttg.async_wait {num = 1 : i32}", "ttg.async_wait"]
 
 
 def mutate(text: str, rng: random.Random) -> str:

@@ -11,7 +11,14 @@ Rules (PTX ISA 8.6 / 9.7.9.25.2; Triton's ProxyFenceInsertion):
 - only a proxy fence clears pending accesses; barriers do not. A CTA-scope fence is enough for
   a CTA-scope async access; a cluster-scope access (multicast TMA, two-CTA MMA) needs a cluster fence;
 - async -> async and async -> generic need no fence (completion carries an implicit proxy fence),
-  so async accesses never become pending.
+  so async accesses never become pending;
+- a non-bulk ``cp.async`` write (generic proxy) is made when the copy completes, not when it is issued: a
+  fence orders only what its thread has performed, so a copy still in flight at the fence stays pending.
+  Copies complete at ``cp.async.wait_group N`` (every committed group but the N most recent; ``wait_all``
+  is a commit and ``wait_group 0``) or, once ``cp.async.mbarrier.arrive`` made an mbarrier track them, at a
+  wait on an mbarrier. A copy still in flight is not checked against async accesses: reading or
+  overwriting bytes still being copied is a race that no fence repairs, and in a ring of stages the
+  copies in flight are those of the other stages.
 After reporting a hazard the analysis continues as if the suggested fence were there, so one missing
 fence gives one report per (writer, reader) pair and no cascade.
 """
@@ -64,6 +71,7 @@ class Access:
     instruction: Instruction
     scope: Scope = Scope.CTA  # for async accesses: the fence scope they need
     unresolved: str | None = None  # why the region is not precise, if it is not
+    in_flight: bool = False  # a cp.async write: made when the copy completes (see the module's rules)
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,33 @@ class Fence:
     instruction: Instruction
 
 
-Event = Union[Access, Fence]
+@dataclass(frozen=True)
+class CopyCommit:
+    """``cp.async.commit_group``: the copies not yet in a group become the newest group."""
+    instruction: Instruction
+
+
+@dataclass(frozen=True)
+class CopyWait:
+    """``cp.async.wait_group N``: every group but the ``pending`` most recent is complete."""
+    pending: int
+    instruction: Instruction
+
+
+@dataclass(frozen=True)
+class CopyArrive:
+    """``cp.async.mbarrier.arrive``: an mbarrier tracks every copy the thread issued before it."""
+    instruction: Instruction
+
+
+@dataclass(frozen=True)
+class BarrierWait:
+    """A wait on an mbarrier (``try_wait`` / ``test_wait``): the copies an mbarrier tracks are complete."""
+    instruction: Instruction
+
+
+Copy = Union[CopyCommit, CopyWait, CopyArrive, BarrierWait]
+Event = Union[Access, Fence, Copy]
 
 
 @dataclass
@@ -90,14 +124,26 @@ class Hazard:
     cta_fence_seen: bool  # a CTA fence ordered the access but the async access needs a cluster fence
 
 
+_OPEN = -1  # a copy in flight and in no group yet
+
+
 @dataclass(frozen=True)
 class _Pending:
     """A generic access not yet ordered with the async proxy. Pending accesses of the same kind to the same
-    region are one entry (the first one on the path is shown)."""
+    region are one entry (the first one on the path is shown).
+
+    ``age`` is None for an access that is made; for a copy in flight it is ``_OPEN`` until a commit puts it in
+    a group, then the number of groups committed after its own (capped, see ``_copy``); ``tracked``: an
+    mbarrier tracks the copy."""
     kind: AccessKind
     region: Region
     cta_fenced: bool
     access: Access = field(compare=False)
+    age: int | None = None
+    tracked: bool = False
+
+    def made(self) -> "_Pending":
+        return _Pending(self.kind, self.region, self.cta_fenced, self.access)
 
 
 _State = frozenset  # of _Pending
@@ -110,20 +156,47 @@ def _hazard_kind(generic: AccessKind, async_kind: AccessKind) -> str | None:
 
 
 def _fence(state: _State, scope: Scope, cluster_async: bool) -> _State:
+    """A fence orders the accesses that are made; copies in flight stay as they are."""
     if scope is Scope.CLUSTER or not cluster_async:
-        return frozenset()  # with no cluster-scope async access, a CTA fence orders everything that matters
-    return frozenset(_Pending(p.kind, p.region, True, p.access) for p in state)
+        # with no cluster-scope async access, a CTA fence orders everything that matters
+        return frozenset(p for p in state if p.age is not None)
+    return frozenset(p if p.age is not None else _Pending(p.kind, p.region, True, p.access) for p in state)
 
 
-def _run(state: _State, events: Sequence[Event], hazards: list[Hazard] | None, cluster_async: bool) -> _State:
+def _copy(state: _State, event: Copy, cap: int) -> _State:
+    """The copies in flight after a commit, a wait or an arrive. Ages are capped at ``cap``, one more than
+    the largest ``N`` of the function's waits, so the states stay finite over loops and every wait still
+    tells which groups it completes."""
+    if not any(p.age is not None for p in state):
+        return state
+    result = set()
+    for p in state:
+        if p.age is None:
+            result.add(p)
+        elif isinstance(event, CopyCommit):
+            result.add(_Pending(p.kind, p.region, p.cta_fenced, p.access, min(p.age + 1, cap), p.tracked))
+        elif isinstance(event, CopyWait):
+            result.add(p.made() if p.age >= event.pending else p)
+        elif isinstance(event, CopyArrive):
+            result.add(_Pending(p.kind, p.region, p.cta_fenced, p.access, p.age, True))
+        else:  # BarrierWait
+            result.add(p.made() if p.tracked else p)
+    return frozenset(result)
+
+
+def _run(state: _State, events: Sequence[Event], hazards: list[Hazard] | None, cluster_async: bool,
+         cap: int = 1) -> _State:
     """Apply a block's events. The fence a hazard calls for is applied after the whole instruction,
     so every operand of one instruction (wgmma A and B) is checked against the same state."""
     deferred: Scope | None = None
     for index, event in enumerate(events):
         if isinstance(event, Fence):
             state = _fence(state, event.scope, cluster_async)
+        elif not isinstance(event, Access):
+            state = _copy(state, event, cap)
         elif not event.kind.is_async:
-            state = state | {_Pending(event.kind, event.region, False, event)}
+            age = _OPEN if event.in_flight else None
+            state = state | {_Pending(event.kind, event.region, False, event, age)}
         elif _check(state, event, hazards):
             deferred = Scope.CLUSTER if Scope.CLUSTER in (deferred, event.scope) else Scope.CTA
         following = events[index + 1] if index + 1 < len(events) else None
@@ -135,7 +208,7 @@ def _run(state: _State, events: Sequence[Event], hazards: list[Hazard] | None, c
 def _check(state: _State, event: Access, hazards: list[Hazard] | None) -> bool:
     found = False
     for pending in state:
-        if pending.cta_fenced and event.scope is Scope.CTA:
+        if pending.age is not None or pending.cta_fenced and event.scope is Scope.CTA:
             continue
         kind = _hazard_kind(pending.kind, event.kind)
         if kind is None:
@@ -163,7 +236,7 @@ def _relevant(blocks: Sequence[Block]) -> tuple[list[list[Event]], bool]:
     seen: dict = {}
 
     def keep(event: Event) -> bool:
-        if isinstance(event, Fence) or event.kind.is_async:
+        if not isinstance(event, Access) or event.kind.is_async:
             return True
         key = (event.kind, event.region)
         if key not in seen:
@@ -180,11 +253,13 @@ def find_hazards(blocks: Sequence[Block], entry: int = 0) -> list[Hazard]:
     events, cluster_async = _relevant(blocks)
     if not any(isinstance(e, Access) for block_events in events for e in block_events):
         return []
+    cap = 1 + max((e.pending for block_events in events for e in block_events if isinstance(e, CopyWait)),
+                  default=0)
     states: dict[int, _State] = {entry: frozenset()}
     worklist = [entry]
     while worklist:
         index = worklist.pop()
-        state = _run(states[index], events[index], None, cluster_async)
+        state = _run(states[index], events[index], None, cluster_async, cap)
         for successor in blocks[index].successors:
             old = states.get(successor)
             new = state if old is None else old | state
@@ -193,7 +268,7 @@ def find_hazards(blocks: Sequence[Block], entry: int = 0) -> list[Hazard]:
                 worklist.append(successor)
     hazards: list[Hazard] = []
     for index in sorted(states):
-        _run(states[index], events[index], hazards, cluster_async)
+        _run(states[index], events[index], hazards, cluster_async, cap)
     unique: dict[tuple, Hazard] = {}
     for hazard in hazards:
         key = (hazard.kind, hazard.generic.instruction, hazard.async_access.instruction)

@@ -15,7 +15,8 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from .dataflow import Access, AccessKind, Block, Fence, Instruction, Overlap, Scope
+from .dataflow import (Access, AccessKind, BarrierWait, Block, CopyArrive, CopyCommit, CopyWait, Fence, Instruction,
+                       Overlap, Scope)
 from .errors import ParseError
 
 # ----------------------------------------------------------------------------------------------
@@ -1452,7 +1453,7 @@ _NOT_DATA = ("mbarrier", "tensormap", "fence", "membar", "bar", "barrier", "elec
              "prefetch", "prefetchu", "isspacep", "discard", "applypriority", "createpolicy")
 # the opcodes Classifier.events looks at; every other one is not a shared-memory data access
 _EVENT_BASES = {"fence", "membar", "st", "ld", "atom", "red", "stmatrix", "ldmatrix", "cp", "wgmma", "tcgen05",
-                "clusterlaunchcontrol"}
+                "clusterlaunchcontrol", "mbarrier"}
 
 
 class Classifier:
@@ -1548,11 +1549,11 @@ class Classifier:
         return PtxRegion(value.symbol, lo, hi, certain), None
 
     def _access(self, kind, instr, value, size=None, scope=Scope.CTA, bound=None, no_bound_reason=None,
-                descriptor=False, end=None) -> Access:
+                descriptor=False, end=None, in_flight=False) -> Access:
         region, why = self.region(value, size, bound, descriptor, end)
         if why is None and region.hi is None:
             why = no_bound_reason
-        return Access(kind, region, instr.ref(), scope, why)
+        return Access(kind, region, instr.ref(), scope, why, in_flight)
 
     # -- events --------------------------------------------------------------------------------------
 
@@ -1588,17 +1589,22 @@ class Classifier:
             kind = AccessKind.GENERIC_WRITE if base == "stmatrix" else AccessKind.GENERIC_READ
             operand = instr.operand(0 if base == "stmatrix" else 1)
             return [self._access(kind, instr, analysis.address(index, operand), 16)]
+        if base == "mbarrier":  # not data; a wait completes the copies an mbarrier tracks
+            return [BarrierWait(instr.ref())] if len(parts) > 1 and parts[1] in ("try_wait", "test_wait") else []
         if base == "cp":
+            copy = parts[2] if len(parts) > 2 and parts[1] == "async" else ""
+            if copy in ("commit_group", "wait_group", "wait_all", "mbarrier"):
+                return self._copy(instr, copy)
             if "commit_group" in parts or "wait_group" in parts or "wait_all" in parts:
-                return []
-            if len(parts) > 2 and parts[1] == "async" and parts[2] in ("ca", "cg"):
+                return []  # the bulk groups: TMA stores, which read through the async proxy
+            if copy in ("ca", "cg"):
                 size = analysis.final_value(index, instr.operand(2))
                 nbytes = size.hi if isinstance(size, IntRange) and 0 < size.hi <= 16 else 16
                 return [self._access(AccessKind.GENERIC_WRITE, instr, analysis.address(index, instr.operand(0)),
-                                     nbytes)]
+                                     nbytes, in_flight=True)]
             if "bulk" in parts and "async" in parts and "prefetch" not in parts:
                 return self._bulk(index, instr)
-            if "prefetch" in parts or (len(parts) > 2 and parts[1] == "async" and parts[2] == "mbarrier"):
+            if "prefetch" in parts:
                 return []
             raise _OperandError(f"copy instruction not understood: {instr.statement[:80]!r}")
         if base == "wgmma":
@@ -1626,6 +1632,22 @@ class Classifier:
         if ".shared" in instr.opcode:
             raise _OperandError(f"shared-memory instruction not understood: {instr.statement[:80]!r}")
         return []
+
+    @staticmethod
+    def _copy(instr: PtxInstruction, copy: str) -> list:
+        """The completion events of non-bulk ``cp.async`` (``dataflow``'s rules)."""
+        if copy == "commit_group":
+            return [CopyCommit(instr.ref())]
+        if copy == "wait_all":  # the PTX ISA: cp.async.commit_group; cp.async.wait_group 0
+            return [CopyCommit(instr.ref()), CopyWait(0, instr.ref())]
+        if copy == "mbarrier":
+            if "arrive" not in instr.parts:
+                raise _OperandError(f"copy instruction not understood: {instr.statement[:80]!r}")
+            return [CopyArrive(instr.ref())]
+        pending = _constant(instr.operand(0))
+        if pending is None or pending < 0:
+            raise _OperandError(f"cp.async.wait_group needs a constant count: {instr.statement[:80]!r}")
+        return [CopyWait(pending, instr.ref())]
 
     def _fence(self, instr: PtxInstruction) -> list:
         op = instr.opcode

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .dataflow import Access, AccessKind, Block, Fence, Instruction, Overlap, Scope
+from .dataflow import (Access, AccessKind, BarrierWait, Block, CopyArrive, CopyCommit, CopyWait, Fence, Instruction,
+                       Overlap, Scope)
 from .errors import ParseError
 
 # ----------------------------------------------------------------------------------------------
@@ -71,6 +72,7 @@ class TtgirModule:
     tensor_memory_aliases: set[str]
     attributes: str
     aliases: dict[str, str] = field(default_factory=dict)  # "#shared" -> "#ttg.nvmma_shared<{...}>"
+    filename: str = "<ttgir>"
 
 
 def _depth_change(text: str) -> int:
@@ -161,7 +163,7 @@ class _Parser:
                              if self.module_attributes else "not TTGIR: no module and no tt.func")
         locations = _resolve_locations(self.raw_locations)
         return TtgirModule(self.functions, {k: v for k, v in locations.items() if v},
-                           self.tensor_memory_aliases, self.module_attributes, self.aliases)
+                           self.tensor_memory_aliases, self.module_attributes, self.aliases, self.filename)
 
     def _function(self, line: int, text: str) -> None:
         match = re.match(r"tt\.func\s+(?:(public|private|nested)\s+)?@([\w$.\-]+)\s*\(", text)
@@ -377,7 +379,8 @@ def _memdesc_bytes(type_text: str) -> int | None:
 # ----------------------------------------------------------------------------------------------
 # Op classes (Triton 3.6 / 3.9 names)
 
-_GENERIC_WRITE_FIRST_MEMDESC = {"ttg.local_store", "ttg.async_copy_global_to_local", "ttng.async_shared_store"}
+_GENERIC_WRITE_FIRST_MEMDESC = {"ttg.local_store", "ttng.async_shared_store"}
+_COPY_COMPLETION = {"ttg.async_commit_group", "ttg.async_wait", "ttng.async_copy_mbarrier_arrive", "ttng.wait_barrier"}
 _GENERIC_READ_WRITE = {"ttg.local_atomic_scatter_rmw", "ttg.local_atomic_rmw", "ttg.local_atomic_cas"}
 _ASYNC_READ_FIRST_MEMDESC = {"ttng.async_tma_copy_local_to_global", "ttng.async_tma_reduce",
                              "ttng.async_tma_scatter", "ttng.tmem_copy"}
@@ -484,12 +487,16 @@ class _Lowering:
         name = op.name
         memdescs = [v for v in op.operands if v in context.values]
 
-        def access(kind, value, scope=Scope.CTA):
-            return Access(kind, context.values[value], self.instruction(op), scope)
+        def access(kind, value, scope=Scope.CTA, in_flight=False):
+            return Access(kind, context.values[value], self.instruction(op), scope, in_flight=in_flight)
 
         if name == "ttng.fence_async_shared":
             scope = Scope.CLUSTER if re.search(r"bCluster\s*=\s*true", op.attributes) else Scope.CTA
             return [Fence(scope, self.instruction(op))]
+        if name in _COPY_COMPLETION:
+            return self._copy_completion(op)
+        if name == "ttg.async_copy_global_to_local" and memdescs:  # cp.async: made when it completes
+            return [access(AccessKind.GENERIC_WRITE, memdescs[0], in_flight=True)]
         if name == "ttg.local_alloc" and op.operands and op.results and op.results[0] in context.values:
             return [access(AccessKind.GENERIC_WRITE, op.results[0])]
         if name in _GENERIC_WRITE_FIRST_MEMDESC and memdescs:
@@ -513,6 +520,20 @@ class _Lowering:
         if name in _ASYNC_WRITE_FIRST_MEMDESC and memdescs:
             return [access(AccessKind.ASYNC_WRITE, memdescs[0], cluster)]
         return []
+
+    def _copy_completion(self, op: Op) -> list:
+        """What ``cp.async`` lowers these ops to, as ``dataflow``'s completion events."""
+        ref = self.instruction(op)
+        if op.name == "ttg.async_commit_group":
+            return [CopyCommit(ref)]
+        if op.name == "ttng.async_copy_mbarrier_arrive":
+            return [CopyArrive(ref)]
+        if op.name == "ttng.wait_barrier":
+            return [BarrierWait(ref)]
+        match = re.search(r"(?<![\w.])num\s*=\s*(\d+)", op.attributes)
+        if match is None:
+            raise ParseError(self.module.filename, op.line, f"ttg.async_wait without its count: {ref.text[:80]!r}")
+        return [CopyWait(int(match.group(1)), ref)]
 
     # -- control flow ------------------------------------------------------------------------
 
