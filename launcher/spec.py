@@ -624,6 +624,27 @@ def _path_from_json(p, arity, where):
     return tuple(p)
 
 
+def _check_assumption_paths(layout, aligned, constants, where) -> None:
+    """Each recorded assumption names an argument it can hold for: a divisibility a pointer or an
+    integer, a constexpr value a constexpr, each once. A path naming no such argument would be
+    silently never checked."""
+    kinds = dict(leaves(layout.args))
+    for i, path in enumerate(aligned):
+        arg = kinds.get(path)
+        if arg is None or not (arg.kind == "pointer" or arg.kind == "scalar" and arg.type in INT_RANGES):
+            raise SpecError(f"{where}.divisible_by_16[{i}]: {list(path)} is not a pointer or integer argument")
+    if len(set(aligned)) != len(aligned):
+        raise SpecError(f"{where}.divisible_by_16: a path appears twice")
+    seen = set()
+    for i, (path, _) in enumerate(constants):
+        arg = kinds.get(path)
+        if arg is None or arg.kind != "constexpr":
+            raise SpecError(f"{where}.constexprs[{i}]: {list(path)} is not a constexpr argument")
+        if path in seen:
+            raise SpecError(f"{where}.constexprs[{i}]: {list(path)} appears twice")
+        seen.add(path)
+
+
 def _spec_from_json(data) -> LaunchSpec:
     where = "spec"
     if not isinstance(data, dict):
@@ -685,6 +706,9 @@ def _spec_from_json(data) -> LaunchSpec:
     cluster = _field(launch, "cluster_dims", list, w)
     if len(cluster) != 3 or not all(type(c) is int and 1 <= c <= 64 for c in cluster):
         raise SpecError(f"{w}.cluster_dims: {cluster!r} is not three sizes in [1, 64]")
+    if cluster != [num_ctas, 1, 1]:  # what launch_attributes launches; Triton 3.6-3.9 cluster CTAs along x only
+        raise SpecError(f"{w}.cluster_dims: {cluster!r}, but a kernel of num_ctas {num_ctas} is launched in "
+                        f"clusters of [{num_ctas}, 1, 1]")
     shared = _in_range(_field(launch, "shared", int, w), 0, (1 << 32) - 1, f"{w}.shared")
     warp_size = _in_range(_field(launch, "warp_size", int, w), 1, 64, f"{w}.warp_size")
     if num_warps * warp_size > 4096:
@@ -719,6 +743,7 @@ def _spec_from_json(data) -> LaunchSpec:
                 raise SpecError(f"{w}.constexprs[{i}]: expected [path, value]")
             constants.append((_path_from_json(item[0], len(types), f"{w}.constexprs[{i}]"), item[1]))
         constants = tuple(constants)
+        _check_assumption_paths(layout, aligned, constants, w)
     return LaunchSpec(kernel, spec_names, layout, num_warps=num_warps, num_ctas=num_ctas,
                       cluster_dims=tuple(cluster), shared=shared, warp_size=warp_size,
                       launch_cooperative_grid=coop, launch_pdl=pdl,

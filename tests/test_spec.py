@@ -180,11 +180,23 @@ EDITS = [
     ("num_warps", lambda d: d["launch"].update(num_warps=0), "num_warps: 0 is out of range"),
     ("num_warps type", lambda d: d["launch"].update(num_warps=4.0), "expected an integer"),
     ("cluster", lambda d: d["launch"].update(cluster_dims=[2, 1]), "cluster_dims"),
+    ("cluster not num_ctas", lambda d: d["launch"].update(cluster_dims=[2, 1, 1]), "clusters of \\[1, 1, 1\\]"),
+    ("cluster along y", lambda d: d["launch"].update(num_ctas=2, cluster_dims=[1, 2, 1]), "clusters of \\[2, 1, 1\\]"),
     ("shared", lambda d: d["launch"].update(shared=-1), "shared: -1 is out of range"),
     ("scratch align", lambda d: d["scratch"]["global"].update(align=3), "not a power of two"),
     ("conventions", lambda d: d["conventions"].pop("tma_tf32"), "spec.conventions"),
     ("arch", lambda d: d["target"].update(arch="sm_90"), "spec.target.arch"),
     ("aligned path", lambda d: d["assumptions"]["divisible_by_16"].append([99]), "is not an argument path"),
+    # a recorded assumption must name an argument it can hold for, or it would silently never be checked
+    ("aligned on a tuple", lambda d: d["assumptions"]["divisible_by_16"].append([2]), "not a pointer or integer"),
+    ("aligned past a leaf", lambda d: d["assumptions"]["divisible_by_16"].append([0, 0]), "not a pointer or integer"),
+    ("aligned float", lambda d: d["assumptions"]["divisible_by_16"].append([4]), "not a pointer or integer"),
+    ("aligned constexpr", lambda d: d["assumptions"]["divisible_by_16"].append([3]), "not a pointer or integer"),
+    ("aligned twice", lambda d: d["assumptions"]["divisible_by_16"].append([0]), "a path appears twice"),
+    ("constexpr on a pointer", lambda d: d["assumptions"]["constexprs"].append([[0], 5]), "not a constexpr argument"),
+    ("constexpr past a tuple", lambda d: d["assumptions"]["constexprs"].append([[1, 7], 5]),
+     "not a constexpr argument"),
+    ("constexpr twice", lambda d: d["assumptions"]["constexprs"].append([[3], 4]), r"\[3\] appears twice"),
     ("not an object", lambda d: d.clear(), "missing field|spec.format"),
 ]
 
