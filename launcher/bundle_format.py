@@ -292,26 +292,30 @@ _DOS_DATE = (0 << 9) | (1 << 5) | 1  # 1980-01-01, the earliest a zip can say
 def _zip(members) -> bytes:
     """A stored zip of (name, bytes) in this order, with fixed metadata: the same entries
     always give the same bytes (no timestamps, no extra fields, no zip64)."""
-    out, central = bytearray(), bytearray()
+    return b"".join(_zip_parts(members))
+
+
+def _zip_parts(members):
+    """The pieces of `_zip`'s archive in order (each header, each entry's own bytes, the central
+    directory, the end record): a reader compares a file with them without building a second copy."""
     if len(members) > MAX_ENTRIES:
         raise BundleError(f"{len(members)} entries; a bundle holds at most {MAX_ENTRIES}")
+    central, offset, central_size = [], 0, 0
     for name, data in members:
         raw_name = name.encode("ascii")
         crc = zlib.crc32(data) & 0xFFFFFFFF
-        offset = len(out)
-        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 10, 0, 0, 0, _DOS_DATE, crc, len(data), len(data),
-                           len(raw_name), 0)
-        out += raw_name
-        out += data
-        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, (3 << 8) | 10, 10, 0, 0, 0, _DOS_DATE, crc,
-                               len(data), len(data), len(raw_name), 0, 0, 0, 0, 0o100644 << 16, offset)
-        central += raw_name
-        if len(out) + len(central) >= MAX_BUNDLE_BYTES:
+        yield struct.pack("<IHHHHHIIIHH", 0x04034B50, 10, 0, 0, 0, _DOS_DATE, crc, len(data), len(data),
+                          len(raw_name), 0) + raw_name
+        yield data
+        record = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, (3 << 8) | 10, 10, 0, 0, 0, _DOS_DATE, crc,
+                             len(data), len(data), len(raw_name), 0, 0, 0, 0, 0o100644 << 16, offset) + raw_name
+        central.append(record)
+        offset += _LOCAL.size + len(raw_name) + len(data)
+        central_size += len(record)
+        if offset + central_size >= MAX_BUNDLE_BYTES:
             raise BundleError(f"the bundle would exceed {MAX_BUNDLE_BYTES} bytes")
-    cd_offset = len(out)
-    out += central
-    out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), cd_offset, 0)
-    return bytes(out)
+    yield from central
+    yield struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), central_size, offset, 0)
 
 
 # ---- reading ----
@@ -342,9 +346,9 @@ def parse_bundle(raw: bytes, where: str = "bundle") -> BundleData:
     _Reader(where, manifest, members).check_header()
     data = _Reader(where, manifest, members).read()
     order = [MANIFEST] + sorted(n for n in members if n != MANIFEST)
-    expected = _zip([(n, members[n]) for n in order])
-    if expected != raw:
-        text, entry = _first_difference(raw, expected, order, members)
+    first, total = _first_difference_at(raw, _zip_parts([(n, members[n]) for n in order]))
+    if first is not None:
+        text, entry = _first_difference(first, len(raw), total, order, members)
         raise BundleError(f"{where}: the archive is not as launcher writes it{text} (damaged, or edited or re-packed "
                           "after writing?)", entry)
     return data
@@ -358,14 +362,29 @@ _EOCD = b"PK\x05\x06"
 _COMPRESSION_METHODS = (8, 9, 12, 14, 93, 95, 98)
 
 
-def _first_difference(raw, expected, order, members) -> tuple:
-    """Where `raw` first differs from the canonical archive `expected` of the same entries: (text
-    for a message, the entry whose header holds it or None)."""
-    i, size, step = 0, min(len(raw), len(expected)), 1 << 16
-    while i < size and raw[i:i + step] == expected[i:i + step]:  # block by block: a large file is not walked in Python
-        i += step
-    i = min(i, size)
-    i = next((k for k in range(i, min(i + step, size)) if raw[k] != expected[k]), min(i + step, size))
+def _first_difference_at(raw, parts) -> tuple:
+    """(the first byte at which `raw` differs from the archive `parts` make, or None where it is that
+    archive; the archive's length). Compared in 64 KiB blocks: a large file is neither walked in
+    Python nor copied whole."""
+    view, pos, first, step = memoryview(raw), 0, None, 1 << 16
+    for part in parts:
+        if first is None:
+            part_view = memoryview(part)
+            for i in range(0, len(part), step):
+                b = part_view[i:i + step].tobytes()
+                a = view[pos + i:pos + i + len(b)].tobytes()
+                if a != b:
+                    first = pos + i + next((k for k in range(len(b)) if k >= len(a) or a[k] != b[k]), len(b))
+                    break
+        pos += len(part)
+    if first is None and pos != len(raw):
+        first = min(pos, len(raw))
+    return first, pos
+
+
+def _first_difference(i, raw_size, size, order, members) -> tuple:
+    """Where a file of `raw_size` bytes first differs, at byte `i`, from the canonical archive of
+    `size` bytes of the same entries: (text for a message, the entry whose header holds it or None)."""
     pos = 0
     spans = []
     for name in order:
@@ -378,9 +397,9 @@ def _first_difference(raw, expected, order, members) -> tuple:
     for start, end, name, what in spans:
         if start <= i < end:
             return f": the {what} of entry {name!r} differs at byte {i}", name
-    if pos <= i < min(len(raw), len(expected)):
+    if pos <= i < min(raw_size, size):
         return f": the end-of-archive record differs at byte {i}", None
-    return (f": {len(raw)} bytes where launcher writes {len(expected)}" if len(raw) != len(expected) else ""), None
+    return (f": {raw_size} bytes where launcher writes {size}" if raw_size != size else ""), None
 
 
 def _central_records(raw: bytes) -> dict:

@@ -9,12 +9,25 @@ import stat
 
 
 def read_regular_file(path, limit: int) -> bytes:
-    """The bytes of the regular file `path` (at most limit + 1 of them: a file that grew since it
-    was measured shows as too long); OSError for anything else, or for a file over `limit` bytes."""
+    """The bytes of the regular file `path`; OSError for anything else, or for a file over `limit`
+    bytes (also one that grew past it while it was read)."""
     with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise OSError("not a regular file")
         if st.st_size > limit:
             raise OSError(f"larger than {limit} bytes")
-        return f.read(limit + 1)
+        # read(n) sets aside n bytes first: ask for the measured size (and one more, to see growth)
+        data = f.read(st.st_size + 1)
+        if len(data) <= st.st_size:
+            return data
+        parts, total = [data], len(data)  # it grew since it was measured: read on, in bounded steps
+        while total <= limit:
+            more = f.read(min(1 << 20, limit + 1 - total))
+            if not more:
+                break
+            parts.append(more)
+            total += len(more)
+        if total > limit:
+            raise OSError(f"larger than {limit} bytes")
+        return b"".join(parts)
