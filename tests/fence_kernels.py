@@ -257,8 +257,10 @@ def store_through_device_descriptor(out_ptr, M, N):
 # ---------------------------------------------------------------------------------------------
 # cp.async (generic proxy) into wgmma operands: a fence orders only the copies that are complete.
 # PLACE says where the fence goes: "none", "before_wait" (copies still in flight at the fence: the
-# hazard stays), "after_wait" (right). COMPLETION: "group" waits with cp.async.wait_group, "mbarrier"
-# has an mbarrier track the copies (cp.async.mbarrier.arrive) and waits on it.
+# hazard stays), "after_wait" (right). COMPLETION: "group" waits with cp.async.wait_group 0; "mbarrier"
+# has an mbarrier track the copies (cp.async.mbarrier.arrive) and waits on it; "two_barriers" has A's
+# copies tracked by one mbarrier and B's by another, and "before_wait" fences between the two waits;
+# "short_wait" waits with wait_group 1 for its one group, which leaves the copies in flight.
 
 
 @gluon.jit
@@ -272,20 +274,34 @@ def cp_async_wgmma(a_ptr, b_ptr, out_ptr, PLACE: gl.constexpr, COMPLETION: gl.co
     rows = gl.arange(0, 64, gl.SliceLayout(1, layout))
     cols = gl.arange(0, 64, gl.SliceLayout(0, layout))
     offsets = rows[:, None] * 64 + cols[None, :]
-    cp_async_load(a, a_ptr + offsets)
-    cp_async_load(b, b_ptr + offsets)
-    if COMPLETION == "group":
-        async_copy.commit_group()
+    if COMPLETION == "two_barriers":
+        bar_a = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        bar_b = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(bar_a, count=128)
+        mbarrier.init(bar_b, count=128)
+        cp_async_load(a, a_ptr + offsets)
+        async_copy.mbarrier_arrive(bar_a, increment_count=False)
+        cp_async_load(b, b_ptr + offsets)
+        async_copy.mbarrier_arrive(bar_b, increment_count=False)
+        mbarrier.wait(bar_a, 0)
         if PLACE == "before_wait":
-            fence_async_shared()
-        async_copy.wait_group(0)
+            fence_async_shared()  # orders A's copies; B's may still be in flight
+        mbarrier.wait(bar_b, 0)
     else:
-        bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        mbarrier.init(bar, count=128)
-        async_copy.mbarrier_arrive(bar, increment_count=False)
-        if PLACE == "before_wait":
-            fence_async_shared()
-        mbarrier.wait(bar, 0)
+        cp_async_load(a, a_ptr + offsets)
+        cp_async_load(b, b_ptr + offsets)
+        if COMPLETION == "mbarrier":
+            bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+            mbarrier.init(bar, count=128)
+            async_copy.mbarrier_arrive(bar, increment_count=False)
+            if PLACE == "before_wait":
+                fence_async_shared()
+            mbarrier.wait(bar, 0)
+        else:
+            async_copy.commit_group()
+            if PLACE == "before_wait":
+                fence_async_shared()
+            async_copy.wait_group(1 if COMPLETION == "short_wait" else 0)
     if PLACE == "after_wait":
         fence_async_shared()
     acc = gl.zeros([64, 64], gl.float32, acc_layout)

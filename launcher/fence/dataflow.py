@@ -13,17 +13,20 @@ Rules (PTX ISA 8.6 / 9.7.9.25.2; Triton's ProxyFenceInsertion):
 - async -> async and async -> generic need no fence (completion carries an implicit proxy fence),
   so async accesses never become pending;
 - a non-bulk ``cp.async`` write (generic proxy) is made when the copy completes, not when it is issued: a
-  fence orders only what its thread has performed, so a copy still in flight at the fence stays pending.
-  Copies complete at ``cp.async.wait_group N`` (every committed group but the N most recent; ``wait_all``
-  is a commit and ``wait_group 0``) or, once ``cp.async.mbarrier.arrive`` made an mbarrier track them, at a
-  wait on an mbarrier. A copy still in flight is not checked against async accesses: reading or
-  overwriting bytes still being copied is a race that no fence repairs, and in a ring of stages the
-  copies in flight are those of the other stages.
+  fence orders only what its thread has performed, so a copy still in flight at the fence needs another
+  fence after it completes. Copies complete at ``cp.async.wait_group N`` (every committed group but the N
+  most recent; ``wait_all`` is a commit and ``wait_group 0``) or, once ``cp.async.mbarrier.arrive`` made an
+  mbarrier track them, at a wait on that mbarrier (on one whose address may be the same, where the
+  addresses are not known). A copy in flight that no fence has followed yet is checked as the write it
+  will be (no fence at all between a copy and its reader is a hazard, whatever the waits); one that a
+  fence followed is not checked until it completes: reading or overwriting bytes still being copied is a
+  race that no fence repairs, and in a ring of stages the copies in flight are the other stages'.
 After reporting a hazard the analysis continues as if the suggested fence were there, so one missing
 fence gives one report per (writer, reader) pair and no cascade.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, Union
@@ -95,13 +98,15 @@ class CopyWait:
 
 @dataclass(frozen=True)
 class CopyArrive:
-    """``cp.async.mbarrier.arrive``: an mbarrier tracks every copy the thread issued before it."""
+    """``cp.async.mbarrier.arrive``: the mbarrier at ``barrier`` tracks every copy the thread issued before it."""
+    barrier: Region
     instruction: Instruction
 
 
 @dataclass(frozen=True)
 class BarrierWait:
-    """A wait on an mbarrier (``try_wait`` / ``test_wait``): the copies an mbarrier tracks are complete."""
+    """A wait on the mbarrier at ``barrier`` (``try_wait`` / ``test_wait``): the copies it tracks are complete."""
+    barrier: Region
     instruction: Instruction
 
 
@@ -125,6 +130,7 @@ class Hazard:
 
 
 _OPEN = -1  # a copy in flight and in no group yet
+_MAX_AGE = 16  # ages are counted up to here (a wait_group N of a larger N completes what reached it)
 
 
 @dataclass(frozen=True)
@@ -132,18 +138,23 @@ class _Pending:
     """A generic access not yet ordered with the async proxy. Pending accesses of the same kind to the same
     region are one entry (the first one on the path is shown).
 
-    ``age`` is None for an access that is made; for a copy in flight it is ``_OPEN`` until a commit puts it in
-    a group, then the number of groups committed after its own (capped, see ``_copy``); ``tracked``: an
-    mbarrier tracks the copy."""
+    A copy in flight (see the module's rules) has an ``age``: ``_OPEN`` until a commit puts it in a group,
+    then the number of groups committed after its own, up to ``_copy``'s cap; ``tracked``: the mbarriers
+    whose waits complete it; ``followed``: a fence has followed it (it is checked again once it is made).
+    An access that is made has age None."""
     kind: AccessKind
     region: Region
     cta_fenced: bool
     access: Access = field(compare=False)
     age: int | None = None
-    tracked: bool = False
+    tracked: tuple = ()
+    followed: bool = False
 
     def made(self) -> "_Pending":
-        return _Pending(self.kind, self.region, self.cta_fenced, self.access)
+        return _Pending(self.kind, self.region, False, self.access)
+
+    def with_(self, **changes) -> "_Pending":
+        return dataclasses.replace(self, **changes)
 
 
 _State = frozenset  # of _Pending
@@ -156,17 +167,23 @@ def _hazard_kind(generic: AccessKind, async_kind: AccessKind) -> str | None:
 
 
 def _fence(state: _State, scope: Scope, cluster_async: bool) -> _State:
-    """A fence orders the accesses that are made; copies in flight stay as they are."""
-    if scope is Scope.CLUSTER or not cluster_async:
-        # with no cluster-scope async access, a CTA fence orders everything that matters
-        return frozenset(p for p in state if p.age is not None)
-    return frozenset(p if p.age is not None else _Pending(p.kind, p.region, True, p.access) for p in state)
+    """A fence orders the accesses that are made; a copy in flight is marked as followed by it (or by a
+    CTA fence where the kernel has cluster-scope async accesses), to be ordered again once it is made."""
+    whole = scope is Scope.CLUSTER or not cluster_async  # no cluster-scope async access: a CTA fence is enough
+    result = set()
+    for p in state:
+        if p.age is None:
+            if not whole:
+                result.add(p.with_(cta_fenced=True))
+        else:
+            result.add(p.with_(followed=True) if whole else p.with_(cta_fenced=True))
+    return frozenset(result)
 
 
 def _copy(state: _State, event: Copy, cap: int) -> _State:
-    """The copies in flight after a commit, a wait or an arrive. Ages are capped at ``cap``, one more than
-    the largest ``N`` of the function's waits, so the states stay finite over loops and every wait still
-    tells which groups it completes."""
+    """The copies in flight after a commit, a wait or an arrive. Ages stop at ``cap`` (one more than the
+    largest ``N`` of the function's waits, at most ``_MAX_AGE``): the states stay few over loops, and a
+    wait of an ``N`` at the cap or above completes what reached it."""
     if not any(p.age is not None for p in state):
         return state
     result = set()
@@ -174,13 +191,14 @@ def _copy(state: _State, event: Copy, cap: int) -> _State:
         if p.age is None:
             result.add(p)
         elif isinstance(event, CopyCommit):
-            result.add(_Pending(p.kind, p.region, p.cta_fenced, p.access, min(p.age + 1, cap), p.tracked))
+            result.add(p.with_(age=min(p.age + 1, cap)))
         elif isinstance(event, CopyWait):
-            result.add(p.made() if p.age >= event.pending else p)
+            result.add(p.made() if p.age >= min(event.pending, cap) else p)
         elif isinstance(event, CopyArrive):
-            result.add(_Pending(p.kind, p.region, p.cta_fenced, p.access, p.age, True))
-        else:  # BarrierWait
-            result.add(p.made() if p.tracked else p)
+            result.add(p if event.barrier in p.tracked else p.with_(tracked=p.tracked + (event.barrier,)))
+        else:  # BarrierWait: a wait on a barrier that may be one tracking the copy completes it
+            done = any(b.overlap(event.barrier) is not Overlap.NO for b in p.tracked)
+            result.add(p.made() if done else p)
     return frozenset(result)
 
 
@@ -208,7 +226,7 @@ def _run(state: _State, events: Sequence[Event], hazards: list[Hazard] | None, c
 def _check(state: _State, event: Access, hazards: list[Hazard] | None) -> bool:
     found = False
     for pending in state:
-        if pending.age is not None or pending.cta_fenced and event.scope is Scope.CTA:
+        if pending.followed or pending.cta_fenced and event.scope is Scope.CTA:
             continue
         kind = _hazard_kind(pending.kind, event.kind)
         if kind is None:
@@ -253,8 +271,8 @@ def find_hazards(blocks: Sequence[Block], entry: int = 0) -> list[Hazard]:
     events, cluster_async = _relevant(blocks)
     if not any(isinstance(e, Access) for block_events in events for e in block_events):
         return []
-    cap = 1 + max((e.pending for block_events in events for e in block_events if isinstance(e, CopyWait)),
-                  default=0)
+    cap = 1 + min(_MAX_AGE, max((e.pending for block_events in events for e in block_events
+                                 if isinstance(e, CopyWait)), default=0))
     states: dict[int, _State] = {entry: frozenset()}
     worklist = [entry]
     while worklist:

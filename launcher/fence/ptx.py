@@ -934,7 +934,7 @@ _REGISTER = re.compile(r"%[A-Za-z_$][\w$]*")
 
 def _address_operands(instr: PtxInstruction) -> list[str]:
     """The operands the classifier resolves: shared-memory operands, bulk sizes, matrix descriptors and
-    the barriers of TMA loads and ``expect_tx`` (global addresses are left alone)."""
+    the barriers of TMA loads, ``expect_tx`` and waits (global addresses are left alone)."""
     parts = instr.parts
     base = instr.base
     if base in ("st", "ld", "atom", "red"):
@@ -957,8 +957,9 @@ def _address_operands(instr: PtxInstruction) -> list[str]:
         if "tensor" not in parts:
             chosen += operands[2:3]
         return chosen + [o for o in operands[2:] if o.startswith("[")]
-    if base == "mbarrier":
-        return [o for o in instr.operands if o.startswith("[")][:1] if "expect_tx" in parts else []
+    if base == "mbarrier":  # the barrier of expect_tx (TMA load bounds) and of waits (cp.async completion)
+        wanted = "expect_tx" in parts or parts[1:2] in (["try_wait"], ["test_wait"])
+        return [o for o in instr.operands if o.startswith("[")][:1] if wanted else []
     if base == "tensormap":
         return instr.operands[1:2] if "cp_fenceproxy" in parts else []
     if base == "tcgen05":
@@ -1379,17 +1380,18 @@ def _meet(a, b):
     return a
 
 
+_PTX_INTEGER = re.compile(r"(-?)(0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)[Uu]?")
+
+
 def _constant(text: str) -> int | None:
-    text = text.strip()
-    if not text or text[0] not in "-0123456789":
+    """A PTX integer literal (hexadecimal, binary, octal with a leading 0, decimal; a U suffix), else None."""
+    match = _PTX_INTEGER.fullmatch(text.strip())
+    if match is None:
         return None
-    try:
-        return int(text, 0)
-    except ValueError:
-        try:
-            return int(text.rstrip("Uu"), 0) if text.lower().startswith(("0x", "-0x")) or text.isdigit() else None
-        except ValueError:
-            return None
+    sign, digits = match.groups()
+    base = 16 if digits[:2] in ("0x", "0X") else 2 if digits[:2] in ("0b", "0B") else 8 if digits[0] == "0" else 10
+    value = int(digits[2:] if base in (2, 16) else digits, base)
+    return -value if sign else value
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1589,12 +1591,14 @@ class Classifier:
             kind = AccessKind.GENERIC_WRITE if base == "stmatrix" else AccessKind.GENERIC_READ
             operand = instr.operand(0 if base == "stmatrix" else 1)
             return [self._access(kind, instr, analysis.address(index, operand), 16)]
-        if base == "mbarrier":  # not data; a wait completes the copies an mbarrier tracks
-            return [BarrierWait(instr.ref())] if len(parts) > 1 and parts[1] in ("try_wait", "test_wait") else []
+        if base == "mbarrier":  # not data; a wait completes the copies the mbarrier tracks
+            if len(parts) > 1 and parts[1] in ("try_wait", "test_wait"):
+                return [BarrierWait(self._barrier(index, instr.operand(1)), instr.ref())]
+            return []
         if base == "cp":
             copy = parts[2] if len(parts) > 2 and parts[1] == "async" else ""
             if copy in ("commit_group", "wait_group", "wait_all", "mbarrier"):
-                return self._copy(instr, copy)
+                return self._copy(index, instr, copy)
             if "commit_group" in parts or "wait_group" in parts or "wait_all" in parts:
                 return []  # the bulk groups: TMA stores, which read through the async proxy
             if copy in ("ca", "cg"):
@@ -1633,8 +1637,7 @@ class Classifier:
             raise _OperandError(f"shared-memory instruction not understood: {instr.statement[:80]!r}")
         return []
 
-    @staticmethod
-    def _copy(instr: PtxInstruction, copy: str) -> list:
+    def _copy(self, index: int, instr: PtxInstruction, copy: str) -> list:
         """The completion events of non-bulk ``cp.async`` (``dataflow``'s rules)."""
         if copy == "commit_group":
             return [CopyCommit(instr.ref())]
@@ -1643,11 +1646,15 @@ class Classifier:
         if copy == "mbarrier":
             if "arrive" not in instr.parts:
                 raise _OperandError(f"copy instruction not understood: {instr.statement[:80]!r}")
-            return [CopyArrive(instr.ref())]
+            return [CopyArrive(self._barrier(index, instr.operand(0)), instr.ref())]
         pending = _constant(instr.operand(0))
         if pending is None or pending < 0:
             raise _OperandError(f"cp.async.wait_group needs a constant count: {instr.statement[:80]!r}")
         return [CopyWait(pending, instr.ref())]
+
+    def _barrier(self, index: int, operand: str) -> PtxRegion:
+        """The 8 bytes of the mbarrier at ``operand`` (unresolved: it may be any)."""
+        return self.region(self.analysis.address(index, operand), 8)[0]
 
     def _fence(self, instr: PtxInstruction) -> list:
         op = instr.opcode

@@ -494,7 +494,7 @@ class _Lowering:
             scope = Scope.CLUSTER if re.search(r"bCluster\s*=\s*true", op.attributes) else Scope.CTA
             return [Fence(scope, self.instruction(op))]
         if name in _COPY_COMPLETION:
-            return self._copy_completion(op)
+            return self._copy_completion(op, context.values[memdescs[0]] if memdescs else _UNKNOWN_REGION)
         if name == "ttg.async_copy_global_to_local" and memdescs:  # cp.async: made when it completes
             return [access(AccessKind.GENERIC_WRITE, memdescs[0], in_flight=True)]
         if name == "ttg.local_alloc" and op.operands and op.results and op.results[0] in context.values:
@@ -521,15 +521,16 @@ class _Lowering:
             return [access(AccessKind.ASYNC_WRITE, memdescs[0], cluster)]
         return []
 
-    def _copy_completion(self, op: Op) -> list:
-        """What ``cp.async`` lowers these ops to, as ``dataflow``'s completion events."""
+    def _copy_completion(self, op: Op, barrier) -> list:
+        """What ``cp.async`` lowers these ops to, as ``dataflow``'s completion events (``barrier``: the
+        region of the op's mbarrier operand)."""
         ref = self.instruction(op)
         if op.name == "ttg.async_commit_group":
             return [CopyCommit(ref)]
         if op.name == "ttng.async_copy_mbarrier_arrive":
-            return [CopyArrive(ref)]
+            return [CopyArrive(barrier, ref)]
         if op.name == "ttng.wait_barrier":
-            return [BarrierWait(ref)]
+            return [BarrierWait(barrier, ref)]
         match = re.search(r"(?<![\w.])num\s*=\s*(\d+)", op.attributes)
         if match is None:
             raise ParseError(self.module.filename, op.line, f"ttg.async_wait without its count: {ref.text[:80]!r}")
