@@ -1711,7 +1711,7 @@ static int gk_heads(GuardKey *self, PyObject *const *given, PyObject **out, PyOb
         case H_OWN:
             if (!(d = plain_dict(h->obj, h->plain)) && (PyErr_Occurred() || !(d = PyObject_GetAttr(h->obj, s_dict))))
                 break;
-            if (PyDict_Check(d)) {
+            if (PyDict_CheckExact(d)) {  /* a dict subclass's own get() is what obj.__dict__.get() calls */
                 v = PyDict_GetItemWithError(d, h->name);
                 if (v) Py_INCREF(v);
                 else if (!PyErr_Occurred()) v = Py_NewRef(h->extra);

@@ -519,6 +519,13 @@ def test_an_own_head_reads_the_holders_own_setting_with_or_without_the_attribute
     knob.__class__ = Holder
     assert head() == "set"
 
+    class Answering(dict):  # a dict subclass as the instance dict: obj.__dict__.get is its own get
+        def get(self, name, default=None):
+            return "answered"
+
+    knob.__dict__ = Answering(mode="set")
+    assert knob.__dict__.get("mode", "unset") == "answered" and head() == "answered"
+
 
 def test_a_plain_kernel_whose_class_changes_is_read_as_python_reads_it():
     """plain holds for the kernel's class when the hit was set: a kernel given another class
