@@ -540,3 +540,36 @@ def test_ptx_integer_literals(text, value):
     from launcher.fence.ptx import _constant
 
     assert _constant(text) == value
+
+
+COMPLETE_THEN_FENCE = """
+	mov.b32 	%r2, global_smem;
+	cp.async.cg.shared.global [%r2], [%rd4], 16;
+BEFORE
+	fence.proxy.async.shared::cta;
+	cp.async.wait_all;
+	cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r2], 4096;
+	ret;
+"""
+_ARRIVE = "\tcp.async.mbarrier.arrive.noinc.shared.b64 [%r2+8192];\n"
+_TRY_WAIT = "\tmbarrier.try_wait.parity.shared::cta.b64 %p2, [%r2+8192], 0;\n"
+
+
+@pytest.mark.parametrize("before, completed", [
+    ("\tcp.async.commit_group;\n\tcp.async.wait_group 0;\n", True),
+    # a predicated wait may not run in the writing thread: the copy may complete only at wait_all
+    ("\tcp.async.commit_group;\n\t@%p1 cp.async.wait_group 0;\n", False),
+    (_ARRIVE + _TRY_WAIT, True),
+    (_ARRIVE + "\t@%p1 mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r2+8192], 0;\n", False),
+    ("\t@%p1 " + _ARRIVE.lstrip("\t") + _TRY_WAIT, False),
+    # test_wait answers whether the phase is complete; its answer may be no
+    (_ARRIVE + "\tmbarrier.test_wait.parity.shared::cta.b64 %p2, [%r2+8192], 0;\n", False),
+    # a wait on another mbarrier (8 bytes above) completes nothing this one tracks
+    (_ARRIVE + _TRY_WAIT.replace("8192", "8200"), False),
+    # ages are exact up to 16 newer groups; a wait_group of a larger count completes nothing it is not sure of
+    ("\tcp.async.commit_group;\n" + "\tcp.async.commit_group;\n" * 16 + "\tcp.async.wait_group 16;\n", True),
+    ("\tcp.async.commit_group;\n" + "\tcp.async.commit_group;\n" * 17 + "\tcp.async.wait_group 20;\n", False),
+])
+def test_only_a_completion_that_surely_happens_before_the_fence_lets_it_order_the_copy(before, completed):
+    findings = check_ptx(kernel(COMPLETE_THEN_FENCE.replace("BEFORE\n", before)))
+    assert [(f.severity, f.kind) for f in findings] == ([] if completed else [("error", "RAW")])

@@ -17,7 +17,9 @@ Rules (PTX ISA 8.6 / 9.7.9.25.2; Triton's ProxyFenceInsertion):
   fence after it completes. Copies complete at ``cp.async.wait_group N`` (every committed group but the N
   most recent; ``wait_all`` is a commit and ``wait_group 0``) or, once ``cp.async.mbarrier.arrive`` made an
   mbarrier track them, at a wait on that mbarrier (on one whose address may be the same, where the
-  addresses are not known). A copy in flight that no fence has followed yet is checked as the write it
+  addresses are not known). The front ends give only the completions that surely happen: a predicated
+  commit, wait or arrive is taken not to run, and only a ``try_wait`` (which Triton retries until it
+  succeeds) completes, not a ``test_wait`` whose answer may be no. A copy in flight that no fence has followed yet is checked as the write it
   will be (no fence at all between a copy and its reader is a hazard, whatever the waits); one that a
   fence followed is not checked until it completes: reading or overwriting bytes still being copied is a
   race that no fence repairs, and in a ring of stages the copies in flight are the other stages'.
@@ -26,7 +28,6 @@ fence gives one report per (writer, reader) pair and no cascade.
 """
 from __future__ import annotations
 
-import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, Union
@@ -130,7 +131,7 @@ class Hazard:
 
 
 _OPEN = -1  # a copy in flight and in no group yet
-_MAX_AGE = 16  # ages are counted up to here (a wait_group N of a larger N completes what reached it)
+_MAX_AGE = 16  # ages are counted exactly up to here (see _copy)
 
 
 @dataclass(frozen=True)
@@ -153,8 +154,8 @@ class _Pending:
     def made(self) -> "_Pending":
         return _Pending(self.kind, self.region, False, self.access)
 
-    def with_(self, **changes) -> "_Pending":
-        return dataclasses.replace(self, **changes)
+    def moved(self, age: int | None, tracked: tuple, followed: bool, cta_fenced: bool) -> "_Pending":
+        return _Pending(self.kind, self.region, cta_fenced, self.access, age, tracked, followed)
 
 
 _State = frozenset  # of _Pending
@@ -170,36 +171,44 @@ def _fence(state: _State, scope: Scope, cluster_async: bool) -> _State:
     """A fence orders the accesses that are made; a copy in flight is marked as followed by it (or by a
     CTA fence where the kernel has cluster-scope async accesses), to be ordered again once it is made."""
     whole = scope is Scope.CLUSTER or not cluster_async  # no cluster-scope async access: a CTA fence is enough
+    if whole and all(p.age is None for p in state):
+        return frozenset()
     result = set()
     for p in state:
         if p.age is None:
             if not whole:
-                result.add(p.with_(cta_fenced=True))
+                result.add(p.moved(None, (), False, True))
+        elif whole:
+            result.add(p if p.followed else p.moved(p.age, p.tracked, True, p.cta_fenced))
         else:
-            result.add(p.with_(followed=True) if whole else p.with_(cta_fenced=True))
+            result.add(p if p.cta_fenced else p.moved(p.age, p.tracked, p.followed, True))
     return frozenset(result)
 
 
 def _copy(state: _State, event: Copy, cap: int) -> _State:
     """The copies in flight after a commit, a wait or an arrive. Ages stop at ``cap`` (one more than the
-    largest ``N`` of the function's waits, at most ``_MAX_AGE``): the states stay few over loops, and a
-    wait of an ``N`` at the cap or above completes what reached it."""
-    if not any(p.age is not None for p in state):
-        return state
-    result = set()
+    largest ``N`` of the function's waits, at most ``_MAX_AGE + 1``), so the states stay few over loops;
+    below the cap an age is exact, at the cap it says "at least": a wait of an ``N`` at the cap or above
+    completes nothing it cannot be sure of (such copies complete at a later, smaller wait)."""
+    changed = {}  # only the entries an event changes are rebuilt (and hashed again)
     for p in state:
         if p.age is None:
-            result.add(p)
-        elif isinstance(event, CopyCommit):
-            result.add(p.with_(age=min(p.age + 1, cap)))
+            continue
+        if isinstance(event, CopyCommit):
+            age = min(p.age + 1, cap)
+            if age != p.age:
+                changed[p] = p.moved(age, p.tracked, p.followed, p.cta_fenced)
         elif isinstance(event, CopyWait):
-            result.add(p.made() if p.age >= min(event.pending, cap) else p)
+            if event.pending < cap and p.age >= event.pending:
+                changed[p] = p.made()
         elif isinstance(event, CopyArrive):
-            result.add(p if event.barrier in p.tracked else p.with_(tracked=p.tracked + (event.barrier,)))
-        else:  # BarrierWait: a wait on a barrier that may be one tracking the copy completes it
-            done = any(b.overlap(event.barrier) is not Overlap.NO for b in p.tracked)
-            result.add(p.made() if done else p)
-    return frozenset(result)
+            if event.barrier not in p.tracked:
+                changed[p] = p.moved(p.age, p.tracked + (event.barrier,), p.followed, p.cta_fenced)
+        elif any(b.overlap(event.barrier) is not Overlap.NO for b in p.tracked):  # BarrierWait: a wait on a
+            changed[p] = p.made()  # barrier that may be one tracking the copy completes it
+    if not changed:
+        return state
+    return (state - frozenset(changed)) | frozenset(changed.values())
 
 
 def _run(state: _State, events: Sequence[Event], hazards: list[Hazard] | None, cluster_async: bool,

@@ -3,7 +3,7 @@ and classify instructions into proxy events for ``dataflow.find_hazards``.
 
 PTX is one thread's program. Data instructions under a predicate are taken to execute (may); a fence
 under a predicate is taken not to (it might not run in the writing threads), so only unpredicated
-fences clear pending accesses.
+fences clear pending accesses; so are the commits, waits and arrives that complete ``cp.async`` copies.
 
 Anything the parser does not understand (a statement form, a directive, a branch it cannot resolve, a
 shared-memory instruction it cannot classify) raises ``ParseError`` with the line: the kernel is then
@@ -958,7 +958,7 @@ def _address_operands(instr: PtxInstruction) -> list[str]:
             chosen += operands[2:3]
         return chosen + [o for o in operands[2:] if o.startswith("[")]
     if base == "mbarrier":  # the barrier of expect_tx (TMA load bounds) and of waits (cp.async completion)
-        wanted = "expect_tx" in parts or parts[1:2] in (["try_wait"], ["test_wait"])
+        wanted = "expect_tx" in parts or parts[1:2] == ["try_wait"]
         return [o for o in instr.operands if o.startswith("[")][:1] if wanted else []
     if base == "tensormap":
         return instr.operands[1:2] if "cp_fenceproxy" in parts else []
@@ -1591,14 +1591,14 @@ class Classifier:
             kind = AccessKind.GENERIC_WRITE if base == "stmatrix" else AccessKind.GENERIC_READ
             operand = instr.operand(0 if base == "stmatrix" else 1)
             return [self._access(kind, instr, analysis.address(index, operand), 16)]
-        if base == "mbarrier":  # not data; a wait completes the copies the mbarrier tracks
-            if len(parts) > 1 and parts[1] in ("try_wait", "test_wait"):
+        if base == "mbarrier":  # not data; a try_wait (retried until it succeeds) completes what it tracks
+            if parts[1:2] == ["try_wait"] and not instr.predicate:
                 return [BarrierWait(self._barrier(index, instr.operand(1)), instr.ref())]
             return []
         if base == "cp":
             copy = parts[2] if len(parts) > 2 and parts[1] == "async" else ""
             if copy in ("commit_group", "wait_group", "wait_all", "mbarrier"):
-                return self._copy(index, instr, copy)
+                return [] if instr.predicate else self._copy(index, instr, copy)  # taken not to run, as fences
             if "commit_group" in parts or "wait_group" in parts or "wait_all" in parts:
                 return []  # the bulk groups: TMA stores, which read through the async proxy
             if copy in ("ca", "cg"):
