@@ -287,6 +287,9 @@ def write_bundle(path, data: BundleData, writer: str) -> None:
 
 
 _DOS_DATE = (0 << 9) | (1 << 5) | 1  # 1980-01-01, the earliest a zip can say
+_LOCAL = struct.Struct("<IHHHHHIIIHH")  # a local file header, as written and as read
+_CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")  # a central directory record
+_END = struct.Struct("<IHHHHIIH")  # the end-of-archive record (22 bytes)
 
 
 def _zip(members) -> bytes:
@@ -304,18 +307,17 @@ def _zip_parts(members):
     for name, data in members:
         raw_name = name.encode("ascii")
         crc = zlib.crc32(data) & 0xFFFFFFFF
-        yield struct.pack("<IHHHHHIIIHH", 0x04034B50, 10, 0, 0, 0, _DOS_DATE, crc, len(data), len(data),
-                          len(raw_name), 0) + raw_name
+        yield _LOCAL.pack(0x04034B50, 10, 0, 0, 0, _DOS_DATE, crc, len(data), len(data), len(raw_name), 0) + raw_name
         yield data
-        record = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, (3 << 8) | 10, 10, 0, 0, 0, _DOS_DATE, crc,
-                             len(data), len(data), len(raw_name), 0, 0, 0, 0, 0o100644 << 16, offset) + raw_name
+        record = _CENTRAL.pack(0x02014B50, (3 << 8) | 10, 10, 0, 0, 0, _DOS_DATE, crc, len(data), len(data),
+                               len(raw_name), 0, 0, 0, 0, 0o100644 << 16, offset) + raw_name
         central.append(record)
         offset += _LOCAL.size + len(raw_name) + len(data)
         central_size += len(record)
         if offset + central_size >= MAX_BUNDLE_BYTES:
             raise BundleError(f"the bundle would exceed {MAX_BUNDLE_BYTES} bytes")
     yield from central
-    yield struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), central_size, offset, 0)
+    yield _END.pack(0x06054B50, 0, 0, len(members), len(members), central_size, offset, 0)
 
 
 # ---- reading ----
@@ -354,8 +356,6 @@ def parse_bundle(raw: bytes, where: str = "bundle") -> BundleData:
     return data
 
 
-_LOCAL = struct.Struct("<IHHHHHIIIHH")
-_CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")
 _EOCD = b"PK\x05\x06"
 # Zip compression methods (APPNOTE 4.4.5) a tool that re-packs a bundle may have used: deflate,
 # deflate64, bzip2, LZMA, zstd, xz, PPMd. Any other method in a bundle's header is damage.
@@ -408,7 +408,7 @@ def _central_records(raw: bytes) -> dict:
     local header from an entry that another tool wrote on purpose)."""
     records = {}
     try:
-        *_, count, _cd_size, pos, _comment = struct.unpack_from("<IHHHHIIH", raw, len(raw) - 22)
+        *_, count, _cd_size, pos, _comment = _END.unpack_from(raw, len(raw) - _END.size)
         for _ in range(min(count, MAX_ENTRIES + 1)):
             if raw[pos:pos + 4] != b"PK\x01\x02":
                 break

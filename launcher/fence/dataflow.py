@@ -19,10 +19,11 @@ Rules (PTX ISA 8.6 / 9.7.9.25.2; Triton's ProxyFenceInsertion):
   mbarrier track them, at a wait on that mbarrier (on one whose address may be the same, where the
   addresses are not known). The front ends give only the completions that surely happen: a predicated
   commit, wait or arrive is taken not to run, and only a ``try_wait`` (which Triton retries until it
-  succeeds) completes, not a ``test_wait`` whose answer may be no. A copy in flight that no fence has followed yet is checked as the write it
-  will be (no fence at all between a copy and its reader is a hazard, whatever the waits); one that a
-  fence followed is not checked until it completes: reading or overwriting bytes still being copied is a
-  race that no fence repairs, and in a ring of stages the copies in flight are the other stages'.
+  succeeds) completes, not a ``test_wait`` whose answer may be no. A copy in flight that no fence has
+  followed yet is checked as the write it will be (no fence at all between a copy and its reader is a
+  hazard, whatever the waits); one that a fence followed is not checked until it completes: reading or
+  overwriting bytes still being copied is a race that no fence repairs, and in a ring of stages the
+  copies in flight are the other stages'.
 After reporting a hazard the analysis continues as if the suggested fence were there, so one missing
 fence gives one report per (writer, reader) pair and no cascade.
 """
@@ -106,7 +107,7 @@ class CopyArrive:
 
 @dataclass(frozen=True)
 class BarrierWait:
-    """A wait on the mbarrier at ``barrier`` (``try_wait`` / ``test_wait``): the copies it tracks are complete."""
+    """A wait on the mbarrier at ``barrier`` that surely completes: the copies it tracks are complete."""
     barrier: Region
     instruction: Instruction
 
@@ -212,7 +213,7 @@ def _copy(state: _State, event: Copy, cap: int) -> _State:
 
 
 def _run(state: _State, events: Sequence[Event], hazards: list[Hazard] | None, cluster_async: bool,
-         cap: int = 1) -> _State:
+         cap: int) -> _State:
     """Apply a block's events. The fence a hazard calls for is applied after the whole instruction,
     so every operand of one instruction (wgmma A and B) is checked against the same state."""
     deferred: Scope | None = None

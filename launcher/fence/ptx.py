@@ -932,6 +932,12 @@ def _destinations(instr: PtxInstruction) -> list[str]:
 _REGISTER = re.compile(r"%[A-Za-z_$][\w$]*")
 
 
+def _completes_copies(instr: PtxInstruction) -> bool:
+    """An mbarrier wait that completes the copies the mbarrier tracks (``dataflow``'s rules): an unpredicated
+    ``try_wait``, which Triton retries until it succeeds (a ``test_wait``'s answer may be no)."""
+    return instr.base == "mbarrier" and instr.parts[1:2] == ["try_wait"] and not instr.predicate
+
+
 def _address_operands(instr: PtxInstruction) -> list[str]:
     """The operands the classifier resolves: shared-memory operands, bulk sizes, matrix descriptors and
     the barriers of TMA loads, ``expect_tx`` and waits (global addresses are left alone)."""
@@ -958,7 +964,7 @@ def _address_operands(instr: PtxInstruction) -> list[str]:
             chosen += operands[2:3]
         return chosen + [o for o in operands[2:] if o.startswith("[")]
     if base == "mbarrier":  # the barrier of expect_tx (TMA load bounds) and of waits (cp.async completion)
-        wanted = "expect_tx" in parts or parts[1:2] == ["try_wait"]
+        wanted = "expect_tx" in parts or _completes_copies(instr)
         return [o for o in instr.operands if o.startswith("[")][:1] if wanted else []
     if base == "tensormap":
         return instr.operands[1:2] if "cp_fenceproxy" in parts else []
@@ -1591,10 +1597,10 @@ class Classifier:
             kind = AccessKind.GENERIC_WRITE if base == "stmatrix" else AccessKind.GENERIC_READ
             operand = instr.operand(0 if base == "stmatrix" else 1)
             return [self._access(kind, instr, analysis.address(index, operand), 16)]
-        if base == "mbarrier":  # not data; a try_wait (retried until it succeeds) completes what it tracks
-            if parts[1:2] == ["try_wait"] and not instr.predicate:
-                return [BarrierWait(self._barrier(index, instr.operand(1)), instr.ref())]
-            return []
+        if base == "mbarrier":  # not data; some waits complete copies
+            if not _completes_copies(instr):
+                return []
+            return [BarrierWait(self._barrier(index, instr.operand(1)), instr.ref())]
         if base == "cp":
             copy = parts[2] if len(parts) > 2 and parts[1] == "async" else ""
             if copy in ("commit_group", "wait_group", "wait_all", "mbarrier"):
