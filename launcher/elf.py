@@ -10,7 +10,10 @@ bundle needs to hold a LaunchSpec against its cubin, and trusts none of the byte
   recorded one (EIATTR_REQNTID).
 
 Every offset and size is bounds-checked; a malformed file raises `ElfError` naming what is
-wrong. Nothing here runs code from the file or touches a GPU.
+wrong. The work is bounded by the file's size: the sections walked record by record (symbol
+tables, the kernels' .nv.info sections) may not overlap or repeat one another, and the names
+read (section and function names, each read once per string table and offset) may not take
+more bytes in all than the file has. Nothing here runs code from the file or touches a GPU.
 """
 from __future__ import annotations
 
@@ -58,23 +61,63 @@ def _unpack(fmt, data, offset, what):
     return struct.unpack_from(fmt, data, offset)
 
 
-def _slice(data, offset, size, what):
+def _bounds(data, offset, size, what) -> None:
     if offset < 0 or size < 0 or offset + size > len(data):
         raise ElfError(f"{what} (offset {offset}, {size} bytes) lies outside the file ({len(data)} bytes)")
+
+
+def _slice(data, offset, size, what):
+    _bounds(data, offset, size, what)
     return data[offset:offset + size]
 
 
-def _string(table: bytes, offset: int, what: str) -> str:
-    if not 0 <= offset < len(table):
-        raise ElfError(f"{what}: string offset {offset} is outside its string table")
-    end = table.find(b"\0", offset, offset + _MAX_NAME + 1)  # bounded: a crafted table cannot make it scan
-    if end < 0:
-        raise ElfError(f"{what}: unterminated string" if table.find(b"\0", offset) < 0 else
-                       f"{what}: a name longer than {_MAX_NAME} bytes")
-    try:
-        return table[offset:end].decode("ascii")
-    except UnicodeDecodeError:
-        raise ElfError(f"{what}: a name that is not ASCII") from None
+class _Names:
+    """The names of one file's string tables, each (table, offset) read once, the bytes read in
+    all bounded by the file's size (names that share bytes, read again and again from many
+    offsets, would otherwise cost up to _MAX_NAME bytes each)."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.read = {}  # (table offset, table size, name offset) -> name
+
+    def get(self, table: bytes, where: tuple, offset: int, what: str) -> str:
+        key = where + (offset,)
+        name = self.read.get(key)
+        if name is None:
+            name = self.read[key] = self._read(table, offset, what)
+        return name
+
+    def _read(self, table, offset, what) -> str:
+        if not 0 <= offset < len(table):
+            raise ElfError(f"{what}: string offset {offset} is outside its string table")
+        end = table.find(b"\0", offset, offset + min(_MAX_NAME, self.budget) + 1)  # bounded: no scan past the budget
+        if end < 0:
+            if table.find(b"\0", offset, offset + _MAX_NAME + 1) >= 0:
+                raise self._spent()
+            raise ElfError(f"{what}: unterminated string" if table.find(b"\0", offset) < 0 else
+                           f"{what}: a name longer than {_MAX_NAME} bytes")
+        self.budget -= end - offset + 1
+        if self.budget < 0:
+            raise self._spent()
+        try:
+            return table[offset:end].decode("ascii")
+        except UnicodeDecodeError:
+            raise ElfError(f"{what}: a name that is not ASCII") from None
+
+    @staticmethod
+    def _spent() -> ElfError:
+        return ElfError("the section and symbol names take more bytes in all than the file has "
+                        "(string table entries read over and over: a crafted file)")
+
+
+def _check_disjoint(walked) -> None:
+    """The sections walked record by record ((offset, size, what), each inside the file) must
+    neither overlap nor repeat: each byte of the file is walked at most once."""
+    spans = sorted((off, size, what) for off, size, what in walked if size)
+    for (a_off, a_size, a_what), (b_off, _b_size, b_what) in zip(spans, spans[1:]):
+        if b_off < a_off + a_size:
+            raise ElfError(f"{b_what} overlaps {a_what} (bytes {b_off} to {a_off + a_size}): sections that "
+                           "share bytes would be read again for each (a crafted file)")
 
 
 def read_cubin(data: bytes) -> CubinInfo:
@@ -103,10 +146,12 @@ def read_cubin(data: bytes) -> CubinInfo:
         raise ElfError(f"section name table index {shstrndx} is out of range")
     names_sec = sections[shstrndx]
     names = _slice(data, names_sec[4], names_sec[5], "section name table")
+    strings = _Names(len(data))
     by_name = {}
     for i, s in enumerate(sections):
-        by_name[_string(names, s[0], f"section {i} name")] = s
+        by_name[strings.get(names, (names_sec[4], names_sec[5]), s[0], f"section {i} name")] = s
     functions = set()
+    tables = []  # (index, section) of the symbol tables, checked before any is read
     symbols = name_bytes = 0  # read across every symbol table: the bounds hold for the whole file
     for i, s in enumerate(sections):
         if s[1] != _SHT_SYMTAB:
@@ -119,27 +164,41 @@ def read_cubin(data: bytes) -> CubinInfo:
         symbols += s[5] // 24
         if symbols > _MAX_SYMBOLS:
             raise ElfError(f"symbol tables of more than {_MAX_SYMBOLS} symbols in all")
-        table = _slice(data, s[4], s[5], "symbol table")
+        _bounds(data, s[4], s[5], "symbol table")
         if s[6] >= shnum:
             raise ElfError(f"symbol table links string table {s[6]}, out of range")
+        if s[5]:
+            tables.append((i, s))
+    _check_disjoint([(s[4], s[5], f"symbol table {i}") for i, s in tables])  # no table is walked twice
+    string_tables = {}  # (offset, size) -> bytes: tables that share a string table share one copy
+    for i, s in tables:
+        table = _slice(data, s[4], s[5], "symbol table")
         strtab_sec = sections[s[6]]
-        strtab = _slice(data, strtab_sec[4], strtab_sec[5], "symbol string table")
+        where = (strtab_sec[4], strtab_sec[5])
+        strtab = string_tables.get(where)
+        if strtab is None:
+            strtab = string_tables[where] = _slice(data, strtab_sec[4], strtab_sec[5], "symbol string table")
         seen = set()  # the name offsets read from this table: each is decoded once
         for j in range(len(table) // 24):
             st_name, st_info, _other, _shndx, _value, _size = struct.unpack_from("<IBBHQQ", table, j * 24)
             if st_info & 0xF == _STT_FUNC and st_name not in seen:
                 seen.add(st_name)
-                name = _string(strtab, st_name, f"symbol {j} name")
+                name = strings.get(strtab, where, st_name, f"symbol {j} name")
                 if name not in functions:
                     name_bytes += len(name)
                     if name_bytes > _MAX_NAME_BYTES:
                         raise ElfError(f"function names of more than {_MAX_NAME_BYTES} bytes in all")
                     functions.add(name)
-    kernels = {}
-    for name in functions:
+    walked = [(s[4], s[5], f"symbol table {i}") for i, s in tables]
+    infos = []
+    for name in sorted(functions):
         s = by_name.get(".nv.info." + name)
         if s is not None:
-            kernels[name] = _kernel_info(_slice(data, s[4], s[5], f".nv.info.{name}"), name)
+            _bounds(data, s[4], s[5], f".nv.info.{name}")
+            infos.append((name, s))
+            walked.append((s[4], s[5], f"section .nv.info.{name}"))
+    _check_disjoint(walked)  # before any is walked: each byte of the file is walked at most once
+    kernels = {name: _kernel_info(_slice(data, s[4], s[5], f".nv.info.{name}"), name) for name, s in infos}
     return CubinInfo(arch, abi_version, frozenset(functions), kernels)
 
 

@@ -1,0 +1,88 @@
+"""Bundles a hostile writer crafts, each passing every hash: refused at load with a BundleError
+(and `python -m launcher inspect` with one line and exit status 2), in time bounded by the
+file's size; calls whose arguments are out of range refused before the driver is asked anything."""
+import json
+import re
+import struct
+import subprocess
+import sys
+
+import pytest
+
+import bundle_cases as BC
+import cpu_corpus as C
+import launcher
+from launcher import BundleError
+from launcher import bundle_format as BF
+from launcher import elf
+
+
+# ---- cubins whose parsing would cost sections x section size ----
+def _cubin(n_infos=0, info_span=0, n_tables=1, n_syms=1, name_len=8, distinct_offsets=False, arch=90):
+    """An ELF64 EM_CUDA file: one string table holding one name of `name_len` bytes ("fAAA..."),
+    `n_tables` symbol tables all covering the same `n_syms` function symbols (naming the name, or
+    each a suffix of it), and `n_infos` .nv.info sections (the name's, then f1, f2, ...) all
+    covering the same `info_span` bytes of records."""
+    first = b"f" + b"A" * (name_len - 1)
+    shstr = b"\0.shstrtab\0.strtab\0.symtab\0"
+    info_names = []
+    for i in range(n_infos):
+        info_names.append(len(shstr))
+        shstr += b".nv.info." + (first if i == 0 else b"f%d" % i) + b"\0"
+    strtab = b"\0" + first + b"\0"
+    for i in range(1, n_infos):
+        strtab += b"f%d\0" % i
+    offsets = [1 + (i % name_len if distinct_offsets else 0) for i in range(n_syms)]
+    offsets += [strtab.index(b"\0f%d\0" % i) + 1 for i in range(1, n_infos)]
+    symtab = b"".join(struct.pack("<IBBHQQ", o, 0x12, 0, 0, 0, 0) for o in offsets)
+    info = struct.pack("<BBH", 1, 0, 0) * (info_span // 4)
+    body = bytearray(64)
+    spans = {}
+    for key, blob in (("shstr", shstr), ("str", strtab), ("sym", symtab), ("info", info)):
+        spans[key] = (len(body), len(blob))
+        body += blob
+    while len(body) % 8:
+        body += b"\0"
+    shoff = len(body)
+    secs = [(0,) * 10, (1, 3, 0, 0, *spans["shstr"], 0, 0, 1, 0), (11, 3, 0, 0, *spans["str"], 0, 0, 1, 0)]
+    secs += [(19, 2, 0, 0, *spans["sym"], 2, 0, 8, 24)] * n_tables
+    secs += [(o, 0x70000000, 0, 0, *spans["info"], 0, 0, 4, 0) for o in info_names]
+    for s in secs:
+        body += struct.pack("<IIQQQQIIQQ", *s)
+    header = b"\x7fELF" + bytes([2, 1, 1, 0x33, 8]) + bytes(7)
+    header += struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, shoff, (arch << 8) | arch, 64, 56, 0, 64, len(secs), 1)
+    body[:64] = header
+    return bytes(body)
+
+
+def test_sections_that_share_bytes_are_refused_before_they_are_walked():
+    """4000 .nv.info sections over the same 512 KiB were each walked, record by record (minutes for
+    a 0.6 MB file), and 250 symbol tables over one table each decoded again: each byte of a cubin
+    is now walked at most once, and sections that overlap or repeat are refused first."""
+    assert set(elf.read_cubin(_cubin(n_infos=1, info_span=64)).kernels) == {"fAAAAAAA"}
+    bomb = _cubin(n_infos=4000, info_span=1 << 19)
+    with pytest.raises(elf.ElfError, match=r"section \.nv\.info\.f\d+ overlaps section \.nv\.info\.f\d+"):
+        elf.read_cubin(bomb)
+    with pytest.raises(elf.ElfError, match=r"symbol table \d+ overlaps symbol table \d+"):
+        elf.read_cubin(_cubin(n_tables=250, n_syms=4000))
+
+
+def test_names_read_are_bounded_by_the_file_size(monkeypatch):
+    """Symbols naming each a suffix of one long name: every distinct offset decoded costs up to
+    elf._MAX_NAME bytes; in all, names may take no more bytes than the file has."""
+    reads = []
+    real = elf._Names._read
+    monkeypatch.setattr(elf._Names, "_read", lambda self, t, o, w: reads.append(o) or real(self, t, o, w))
+    ok = _cubin(n_syms=100, name_len=8, distinct_offsets=True)
+    assert len(elf.read_cubin(ok).functions) == 8
+    bomb = _cubin(n_syms=4000, name_len=4000, distinct_offsets=True)
+    reads.clear()
+    with pytest.raises(elf.ElfError, match="names take more bytes in all than the file has"):
+        elf.read_cubin(bomb)
+    assert len(reads) * 24 < 2 * len(bomb)  # stopped once the file's size was read in names
+
+
+def test_a_real_cubin_still_reads():
+    cubin = bytes(C.BY_NAME["vector_add"].compile().kernel)
+    info = elf.read_cubin(cubin)
+    assert "add_kernel" in info.functions and info.kernels["add_kernel"].param_sizes == [8, 8, 8, 4, 8, 8]
