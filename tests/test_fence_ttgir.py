@@ -52,3 +52,36 @@ def test_each_mma_operand_gets_its_own_extent():
     assert extents[("/src/k.py:7:20", "mma:0")] == 128 * 64 * 2
     assert extents[("/src/k.py:7:20", "mma:1")] == 64 * 256 * 2
     assert extents[("/src/k.py:7", "mma:1")] == 64 * 256 * 2
+
+
+QUOTED_CALL = """\
+#blocked = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>
+#smem = #ttg.shared_memory
+module attributes {"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32} {
+  tt.func public @caller(%desc: !tt.tensordesc<tensor<64x64xf16, #shared>>) {
+    %c0_i32 = arith.constant 0 : i32
+    %smem = ttg.local_alloc : () -> !ttg.memdesc<64x64xf16, #shared, #smem, mutable>
+    tt.call @"m._helper__MD[64, 64]\\22%x\\\\"(%smem) : (!ttg.memdesc<64x64xf16, #shared, #smem, mutable>) -> ()
+    FENCE
+    ttng.async_tma_copy_local_to_global %desc[%c0_i32, %c0_i32] %smem : !tt.tensordesc<tensor<64x64xf16, #shared>>, \
+!ttg.memdesc<64x64xf16, #shared, #smem, mutable>
+    tt.return
+  }
+  tt.func private @"m._helper__MD[64, 64]\\22%x\\\\"(%smem: !ttg.memdesc<64x64xf16, #shared, #smem, mutable>) {
+    %cst = arith.constant dense<5.000000e+00> : tensor<64x64xf16, #blocked>
+    ttg.local_store %cst, %smem : tensor<64x64xf16, #blocked> -> !ttg.memdesc<64x64xf16, #shared, #smem, mutable>
+    tt.return
+  }
+}
+"""
+
+
+def test_quoted_symbol_names_with_escapes():
+    # Triton 3.6 names a noinline Gluon helper after its specialization, which MLIR prints quoted
+    # (`tt.func private @"rtk2._helper_store__...NVMMALAS[64, 64]ASMD__"`); the name may hold escapes (\\22 is a
+    # quote) and characters that look like a value (%x). Before, the header was "cannot read function header".
+    (finding,) = check_ttgir(QUOTED_CALL.replace("FENCE", ""))
+    assert (finding.kind, finding.severity) == ("RAW", "info")
+    fenced = QUOTED_CALL.replace("FENCE", "ttng.fence_async_shared {bCluster = false}")
+    assert check_ttgir(fenced) == []

@@ -21,6 +21,9 @@ _VALUE = re.compile(r"%[\w$.\-]+(?:#\d+)?")
 _LOC_FILE = re.compile(r'^loc\("([^"]+)":(\d+):(\d+)\)$')
 _LOC_REF = re.compile(r"#loc\d*")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+# a symbol reference: @name, or MLIR's quoted form @"any text" (with \" \\ \n \t and \XX escapes)
+_SYMBOL = re.compile(r'@(?:([\w$.\-]+)|"((?:[^"\\]|\\.)*)")')
+_ESCAPE = re.compile(r'\\(?:([0-9a-fA-F]{2})|(.))', re.DOTALL)
 # a block label, with the "// pred: ^bb0" / "// 2 preds: ^bb0, ^bb1" comment MLIR prints after it
 _BLOCK_LABEL = re.compile(r"\^([\w$.\-]+)\s*(\((.*)\))?\s*:(?:\s*//.*)?$")
 _INDEX_LIST = re.compile(r"\[[^\]]*\]")
@@ -114,6 +117,17 @@ def _split_top(text: str, sep: str) -> tuple[str, str | None]:
     return text, None
 
 
+_FUNC_HEADER = re.compile(r"tt\.func\s+(?:(public|private|nested)\s+)?(?=@)")
+
+
+def _symbol_name(match: re.Match) -> str:
+    """The name a ``_SYMBOL`` match refers to, MLIR's string escapes undone for a quoted one."""
+    if match.group(1) is not None:
+        return match.group(1)
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else
+                       {"n": "\n", "t": "\t"}.get(m.group(2), m.group(2)), match.group(2))
+
+
 def _strip_loc(text: str) -> tuple[str, str | None]:
     index = text.rfind(" loc(")
     if index < 0 or not text.endswith(")"):
@@ -166,10 +180,13 @@ class _Parser:
                            self.tensor_memory_aliases, self.module_attributes, self.aliases, self.filename)
 
     def _function(self, line: int, text: str) -> None:
-        match = re.match(r"tt\.func\s+(?:(public|private|nested)\s+)?@([\w$.\-]+)\s*\(", text)
-        if not match:
+        match = _FUNC_HEADER.match(text)
+        symbol = _SYMBOL.match(text, match.end()) if match else None
+        opening = re.compile(r"\s*\(").match(text, symbol.end()) if symbol else None
+        if not opening:
             raise self.error(line, f"cannot read function header: {text[:80]!r}")
-        arguments_text = text[match.end():]
+        function_name = _symbol_name(symbol)
+        arguments_text = text[opening.end():]
         depth, end = 1, 0
         for end, ch in enumerate(arguments_text):
             depth += ch == "("
@@ -183,7 +200,7 @@ class _Parser:
         if not text.rstrip().endswith("{"):
             return  # a declaration
         body = self._region(line)
-        self.functions[match.group(2)] = Function(match.group(2), match.group(1) != "private", arguments, body, line)
+        self.functions[function_name] = Function(function_name, match.group(1) != "private", arguments, body, line)
 
     def _region(self, open_line: int) -> Region:
         """Parse statements up to the closing '}' (left for the caller to read)."""
@@ -238,7 +255,8 @@ class _Parser:
         if not _OP_NAME.match(name):
             raise self.error(line, f"op not understood: {text[:80]!r}")
         operand_text, types = _split_top(" " + rest, " : ")
-        operands = _VALUE.findall(_INDEX_LIST.sub("", operand_text))
+        unquoted = _STRING.sub('""', operand_text) if '"' in operand_text else operand_text  # @"sym%x[1]"
+        operands = _VALUE.findall(_INDEX_LIST.sub("", unquoted))
         op = Op(name, results, operands, operand_text, types or "", line, " ".join(text.split()), loc)
         # regions: `op ... {`, then `} else {`, `} do {`, or a separate `default {` / `partitionN(...) {`
         if opens_region:
@@ -666,8 +684,8 @@ class _Lowering:
         return current
 
     def _inline_call(self, op: Op, context: _Context, current: int) -> int:
-        callee_name = re.search(r"@([\w$.\-]+)", op.attributes)
-        callee = self.module.functions.get(callee_name.group(1)) if callee_name else None
+        callee_name = _SYMBOL.search(op.attributes)
+        callee = self.module.functions.get(_symbol_name(callee_name)) if callee_name else None
         if callee is None or context.depth > 8:
             return current
         values = {}
