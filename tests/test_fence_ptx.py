@@ -573,3 +573,89 @@ _TRY_WAIT = "\tmbarrier.try_wait.parity.shared::cta.b64 %p2, [%r2+8192], 0;\n"
 def test_only_a_completion_that_surely_happens_before_the_fence_lets_it_order_the_copy(before, completed):
     findings = check_ptx(kernel(COMPLETE_THEN_FENCE.replace("BEFORE\n", before)))
     assert [(f.severity, f.kind) for f in findings] == ([] if completed else [("error", "RAW")])
+
+
+# -- red-team findings (2026-12-07): alignment of bitwise ops, bounds that are not certain, work bounds ------
+
+ADJACENT = """
+	mov.u32 	%r5, %tid.x;
+	shl.b32 	%r7, %r5, 4;
+	and.b32 	%r8, %r7, 2032;
+	shl.b32 	%r9, %r5, 1;
+	and.b32 	%r10, %r9, 112;
+	xor.b32 	%r11, %r8, %r10;
+	mov.b32 	%r4, global_smem;
+	add.s32 	%r12, %r4, %r11;
+	st.shared.v4.b32 	[%r12+8192], {%r5, %r5, %r5, %r5};
+	fence.proxy.async.shared::cta;
+	st.shared.v4.b32 	[%r12+6144], {%r5, %r5, %r5, %r5};
+	bar.sync 	0;
+	elect.sync 	%r13|%p1, -1;
+	add.s32 	%r2, %r4, 8192;
+	@%p1 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r1, %r1}], [%r2];
+	ret;
+"""
+
+
+def test_xor_of_multiples_of_16_stays_a_multiple_of_16():
+    # rtk3.adjacent_buffers: the swizzled offset (tid*16 & 2032) ^ (tid*2 & 112) is a multiple of 16 up to 2032, so
+    # the write of the buffer just below the TMA source ends at 8192, where the TMA source begins. Before, the
+    # xor was bounded by 2047 and the overlap counted as certain: a false error.
+    assert check_ptx(kernel(ADJACENT)) == []
+    # one 16-byte row higher, the threads with the highest offsets may write [8192, 8208); thread 0 writes
+    # [6160, 6176): possible, not certain
+    (finding,) = check_ptx(kernel(ADJACENT.replace("[%r12+6144]", "[%r12+6160]")))
+    assert finding.severity == "unknown"
+
+
+def test_an_address_bound_is_not_certain_overlap():
+    # (tid*16 & 2032) ^ (tid & 7) is below 2048, but nothing says 2047 occurs (xor gives a bound, not the values
+    # taken): a write at +6144 may reach the TMA source at 8192, not surely. Before, the bound + 16 bytes were
+    # counted as written and this was an error.
+    body = ADJACENT.replace("and.b32 	%r10, %r9, 112;", "and.b32 	%r10, %r5, 7;")
+    (finding,) = check_ptx(kernel(body))
+    assert finding.severity == "unknown"
+    # where thread 0's write (offset 0: a value that occurs) is inside the TMA's first bytes, it is certain
+    (finding,) = check_ptx(kernel(body.replace("[%r12+6144]", "[%r12+8192]").replace(
+        "\tfence.proxy.async.shared::cta;\n", "")))
+    assert finding.severity == "error"
+
+
+def test_a_chain_of_forward_branches_runs_each_block_once():
+    # chain_blocks of the red-team generator: before, the LIFO worklist re-ran the chain below every block whose
+    # state grew (14-17 s for 800 links).
+    from launcher.fence import dataflow
+    links = "".join(f"\t@%p1 bra $L{i};\n\tst.shared.b32 [%r2+{4 * i}], %r1;\n$L{i}:\n" for i in range(300))
+    body = ("\tmov.b32 	%r2, global_smem;\n\tmov.u32 	%r3, %tid.x;\n\tsetp.eq.b32 	%p1, %r3, 0;\n"
+            + links + "\t@%p1 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r1, %r1}], [%r2];\n"
+            + "\tret;")
+    before = dataflow.STATS["block_runs"]
+    assert [f.severity for f in check_ptx(kernel(body))] == ["error"]
+    assert dataflow.STATS["block_runs"] - before <= 2 * 300 + 10  # each block once (two per link), and the tail
+
+
+def test_many_mbarriers_tracking_copies_stay_cheap():
+    # mbar of the red-team generator: N cp.async, each tracked by its own mbarrier, waited in turn, in a loop.
+    # Completing a copy was a scan of its barriers against each wait (cubic); it is a bit mask now.
+    from launcher.fence import dataflow
+    n = 60
+    body = ["\tmov.b32 	%r2, global_smem;\n\tbfe.u32 %r50, %r2, 4, 14;\n\tcvt.u64.u32 %rd5, %r50;\n$LOOP:\n"]
+    body += [f"\tcp.async.ca.shared.global [%r2+{16 * i}], [%rd1], 16;\n"
+             f"\tcp.async.mbarrier.arrive.noinc.shared.b64 [%r2+{65536 + 8 * i}];\n" for i in range(n)]
+    body.append("\tfence.proxy.async.shared::cta;\n")
+    body += [f"$W{i}:\n\tmbarrier.try_wait.parity.shared.b64 %p2, [%r2+{65536 + 8 * i}], %r1;\n\t@!%p2 bra $W{i};\n"
+             for i in range(n)]
+    body.append("\twgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%r5,%r6}, %rd5, %rd5, 1, 1, 1, 0, 0;\n"
+                "\t@%p1 bra $LOOP;\n\tret;")
+    before = dataflow.STATS["block_runs"]
+    check_ptx(kernel("".join(body)))
+    assert dataflow.STATS["block_runs"] - before <= 8 * n
+
+
+def test_many_block_comments_on_one_line_are_read_in_linear_time():
+    # _strip_comment searched for "//" and '"' from each comment to the end of the line: quadratic.
+    from launcher.fence import ptx
+    line = "\tmov.b32 	%r2, global_smem; " + "/* c */ " * 20000
+    text, in_block = ptx._strip_comment(line, False)
+    assert not in_block and text.split() == ["mov.b32", "%r2,", "global_smem;"]
+    assert check_ptx(kernel(STORE_THEN_TMA.replace("\tret;", line + "\n\tret;")))[0].severity == "error"

@@ -30,6 +30,7 @@ fence gives one report per (writer, reader) pair and no cascade.
 from __future__ import annotations
 
 import enum
+import heapq
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, Union
 
@@ -149,13 +150,13 @@ class _Pending:
     cta_fenced: bool
     access: Access = field(compare=False)
     age: int | None = None
-    tracked: tuple = ()
+    tracked: int = 0  # a bit per tracking mbarrier (see _barrier_bits)
     followed: bool = False
 
     def made(self) -> "_Pending":
         return _Pending(self.kind, self.region, False, self.access)
 
-    def moved(self, age: int | None, tracked: tuple, followed: bool, cta_fenced: bool) -> "_Pending":
+    def moved(self, age: int | None, tracked: int, followed: bool, cta_fenced: bool) -> "_Pending":
         return _Pending(self.kind, self.region, cta_fenced, self.access, age, tracked, followed)
 
 
@@ -202,14 +203,49 @@ def _copy(state: _State, event: Copy, cap: int) -> _State:
         elif isinstance(event, CopyWait):
             if event.pending < cap and p.age >= event.pending:
                 changed[p] = p.made()
-        elif isinstance(event, CopyArrive):
-            if event.barrier not in p.tracked:
-                changed[p] = p.moved(p.age, p.tracked + (event.barrier,), p.followed, p.cta_fenced)
-        elif any(b.overlap(event.barrier) is not Overlap.NO for b in p.tracked):  # BarrierWait: a wait on a
-            changed[p] = p.made()  # barrier that may be one tracking the copy completes it
+        elif isinstance(event, _Arrive):
+            if not p.tracked & event.bit:
+                changed[p] = p.moved(p.age, p.tracked | event.bit, p.followed, p.cta_fenced)
+        elif p.tracked & event.mask:  # _Wait: a wait on a barrier that may be one tracking the copy completes it
+            changed[p] = p.made()
     if not changed:
         return state
     return (state - frozenset(changed)) | frozenset(changed.values())
+
+
+@dataclass(frozen=True)
+class _Arrive:
+    """A ``CopyArrive`` with its barrier as a bit (``_barrier_bits``)."""
+    bit: int
+    instruction: Instruction
+
+
+@dataclass(frozen=True)
+class _Wait:
+    """A ``BarrierWait`` with the bits of every arrive barrier it may be (``_barrier_bits``)."""
+    mask: int
+    instruction: Instruction
+
+
+def _barrier_bits(events: list[list[Event]]) -> list[list[Event]]:
+    """Arrives and waits with their barriers as bit masks: one bit per distinct arrive barrier, and a wait's mask
+    has the bit of every arrive barrier that may be its own, so completing a copy is one ``&``, not a scan of
+    its barriers (many mbarriers made that cubic)."""
+    bits: dict = {}
+    for block_events in events:
+        for event in block_events:
+            if isinstance(event, CopyArrive) and event.barrier not in bits:
+                bits[event.barrier] = 1 << len(bits)
+    masks: dict = {}
+
+    def mask(barrier) -> int:
+        if barrier not in masks:
+            masks[barrier] = sum(bit for region, bit in bits.items() if region.overlap(barrier) is not Overlap.NO)
+        return masks[barrier]
+
+    return [[_Arrive(bits[e.barrier], e.instruction) if isinstance(e, CopyArrive) else
+             _Wait(mask(e.barrier), e.instruction) if isinstance(e, BarrierWait) else e for e in block_events]
+            for block_events in events]
 
 
 def _run(state: _State, events: Sequence[Event], hazards: list[Hazard] | None, cluster_async: bool,
@@ -276,24 +312,55 @@ def _relevant(blocks: Sequence[Block]) -> tuple[list[list[Event]], bool]:
     return [[e for e in b.events if keep(e)] for b in blocks], cluster_async
 
 
+STATS = {"block_runs": 0}  # blocks run by find_hazards' fixed point, summed over calls (tests bound the work)
+
+
+def _reverse_post_order(blocks: Sequence[Block], entry: int) -> dict[int, int]:
+    """Block -> its position in a reverse post-order of the blocks reachable from ``entry`` (iterative DFS)."""
+    post: list[int] = []
+    visited = {entry}
+    stack = [(entry, iter(blocks[entry].successors))]
+    while stack:
+        node, successors = stack[-1]
+        for successor in successors:
+            if successor not in visited:
+                visited.add(successor)
+                stack.append((successor, iter(blocks[successor].successors)))
+                break
+        else:
+            stack.pop()
+            post.append(node)
+    return {index: position for position, index in enumerate(reversed(post))}
+
+
 def find_hazards(blocks: Sequence[Block], entry: int = 0) -> list[Hazard]:
     """Run the may-analysis from ``blocks[entry]`` to a fixed point and return every hazard once."""
     events, cluster_async = _relevant(blocks)
     if not any(isinstance(e, Access) for block_events in events for e in block_events):
         return []
+    events = _barrier_bits(events)
     cap = 1 + min(_MAX_AGE, max((e.pending for block_events in events for e in block_events
                                  if isinstance(e, CopyWait)), default=0))
+    order = _reverse_post_order(blocks, entry)
     states: dict[int, _State] = {entry: frozenset()}
-    worklist = [entry]
-    while worklist:
-        index = worklist.pop()
+    # blocks in reverse post-order (a heap of RPO positions): every block runs after the blocks before it on
+    # forward paths, so a chain or a tree of forward branches settles in one pass, and a loop is iterated as
+    # a whole before what follows it (a LIFO worklist ran a chain of N predicated branches O(N^2) times)
+    queue, queued = [order[entry]], {entry}
+    position_of = {position: index for index, position in order.items()}
+    while queue:
+        index = position_of[heapq.heappop(queue)]
+        queued.discard(index)
+        STATS["block_runs"] += 1
         state = _run(states[index], events[index], None, cluster_async, cap)
         for successor in blocks[index].successors:
             old = states.get(successor)
             new = state if old is None else old | state
             if new != old:
                 states[successor] = new
-                worklist.append(successor)
+                if successor not in queued:
+                    queued.add(successor)
+                    heapq.heappush(queue, order[successor])
     hazards: list[Hazard] = []
     for index in sorted(states):
         _run(states[index], events[index], hazards, cluster_async, cap)

@@ -193,27 +193,28 @@ def _strip_comment(line: str, in_block: bool) -> tuple[str, bool]:
     out = []
     i = 0
     while True:
-        slash = line.find("//", i)
-        block = line.find("/*", i)
-        quote = line.find('"', i)
-        first = min((p for p in (slash, block, quote) if p >= 0), default=-1)
-        if first < 0:
+        found = _COMMENT_OR_QUOTE.search(line, i)  # one scan to the next of them (not one per kind: quadratic)
+        if found is None:
             out.append(line[i:])
             return "".join(out), False
+        first = found.start()
         out.append(line[i:first])
-        if first == quote:
-            close = line.find('"', quote + 1)
+        if found.group() == '"':
+            close = line.find('"', first + 1)
             close = len(line) - 1 if close < 0 else close
-            out.append(line[quote:close + 1])
+            out.append(line[first:close + 1])
             i = close + 1
-        elif first == slash:
+        elif found.group() == "//":
             return "".join(out), False
         else:
-            end = line.find("*/", block + 2)
+            end = line.find("*/", first + 2)
             if end < 0:
                 return "".join(out), True
             out.append(" ")
             i = end + 2
+
+
+_COMMENT_OR_QUOTE = re.compile(r'//|/\*|"')
 
 
 def split_operands(text: str) -> list[str]:
@@ -643,16 +644,27 @@ def build_cfg(function: PtxFunction) -> tuple[list[list[int]], list[list[int]]]:
 
 @dataclass(frozen=True)
 class IntRange:
+    """An integer in [lo, hi], a multiple of 2**tz (``tz``: its known trailing zero bits).
+
+    ``exact``: [lo, hi] is what the values cover over threads and loop iterations (the thread index, a stage
+    counter and their sums and multiples: every value in between is taken, or a multiple of the step); False
+    where it is only a bound that bitwise operations, remainders or bit-field extracts give (``xor`` of two
+    thread-dependent values is below the next power of two, nothing says every value below it occurs), so
+    only what *every* value in the range implies may be counted as certain (``Classifier.region``)."""
     lo: int
     hi: int
+    tz: int = 0
+    exact: bool = True
 
 
 @dataclass(frozen=True)
 class SharedAddress:
-    """A pointer into ``symbol``: its byte offset lies in [lo, hi] (over threads and loop iterations)."""
+    """A pointer into ``symbol``: its byte offset lies in [lo, hi] (over threads and loop iterations);
+    ``exact`` as for ``IntRange``."""
     symbol: str
     lo: int
     hi: int | None  # None: unbounded above (widened)
+    exact: bool = True
 
 
 @dataclass(frozen=True)
@@ -673,8 +685,9 @@ class Unknown:
 
 
 _LIMIT = 1 << 64
-_SPECIAL_REGISTERS = {"%tid": IntRange(0, 1023), "%laneid": IntRange(0, 31), "%ntid": IntRange(1, 1024),
-                      "%warpid": IntRange(0, 1023), "%nwarpid": IntRange(1, 1024)}
+_SPECIAL_REGISTERS = {"%tid": IntRange(0, 1023, 0, False), "%laneid": IntRange(0, 31),
+                      "%ntid": IntRange(1, 1024, 0, False), "%warpid": IntRange(0, 1023, 0, False),
+                      "%nwarpid": IntRange(1, 1024, 0, False)}
 _RUNTIME_REGISTERS = {"%ctaid", "%nctaid", "%clusterid", "%nclusterid", "%cluster_ctaid", "%cluster_nctaid",
                       "%cluster_ctarank", "%cluster_nctarank", "%smid", "%nsmid", "%gridid", "%clock", "%clock64",
                       "%globaltimer", "%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size", "%lanemask_eq",
@@ -695,10 +708,10 @@ def _join(a, b):
     if b is None or a == b:
         return a
     if isinstance(a, IntRange) and isinstance(b, IntRange):
-        return IntRange(min(a.lo, b.lo), max(a.hi, b.hi))
+        return IntRange(min(a.lo, b.lo), max(a.hi, b.hi), min(_tz(a), _tz(b)), a.exact and b.exact)
     if isinstance(a, SharedAddress) and isinstance(b, SharedAddress) and a.symbol == b.symbol:
         hi = None if a.hi is None or b.hi is None else max(a.hi, b.hi)
-        return SharedAddress(a.symbol, min(a.lo, b.lo), hi)
+        return SharedAddress(a.symbol, min(a.lo, b.lo), hi, a.exact and b.exact)
     if isinstance(a, MatrixDescriptor) and isinstance(b, MatrixDescriptor):
         joined = _join(a.address, b.address)
         return MatrixDescriptor(joined, _join(a.step, b.step)) if isinstance(joined, SharedAddress) else joined
@@ -722,20 +735,34 @@ def _describe(value) -> str:
 def _widen(old, new):
     """Widening: a bound that keeps moving goes to its limit."""
     if isinstance(new, IntRange) and isinstance(old, IntRange):
-        return IntRange(-_LIMIT if new.lo < old.lo else new.lo, _LIMIT if new.hi > old.hi else new.hi)
+        return IntRange(-_LIMIT if new.lo < old.lo else new.lo, _LIMIT if new.hi > old.hi else new.hi, 0, new.exact)
     if isinstance(new, SharedAddress):
-        return SharedAddress(new.symbol, min(new.lo, 0), None)
+        return SharedAddress(new.symbol, min(new.lo, 0), None, new.exact)
     if isinstance(new, MatrixDescriptor):
         return MatrixDescriptor(SharedAddress(new.address.symbol, min(new.address.lo, 0), None))  # step: anywhere
     return new
 
 
-def _range(lo: int, hi: int):
-    return IntRange(lo, hi) if -_LIMIT <= lo <= hi <= _LIMIT else Unknown("an integer out of range")
+def _range(lo: int, hi: int, tz: int = 0, exact: bool = True):
+    """[lo, hi] of multiples of 2**tz (the bounds moved in to such multiples)."""
+    tz = min(tz, 64)
+    if tz:
+        unit = 1 << tz
+        lo, hi = -(-lo // unit) * unit, hi // unit * unit
+        if lo > hi:
+            return Unknown("an integer out of range")
+    return IntRange(lo, hi, tz, exact) if -_LIMIT <= lo <= hi <= _LIMIT else Unknown("an integer out of range")
 
 
-def _shift_address(addr: SharedAddress, lo: int, hi: int) -> SharedAddress:
-    return SharedAddress(addr.symbol, addr.lo + lo, None if addr.hi is None else addr.hi + hi)
+def _tz(value: IntRange) -> int:
+    """The known trailing zero bits of an integer range (a constant knows all of its own)."""
+    if value.lo == value.hi:
+        return 64 if value.lo == 0 else min((value.lo & -value.lo).bit_length() - 1, 64)
+    return value.tz
+
+
+def _shift_address(addr: SharedAddress, lo: int, hi: int, exact: bool = True) -> SharedAddress:
+    return SharedAddress(addr.symbol, addr.lo + lo, None if addr.hi is None else addr.hi + hi, addr.exact and exact)
 
 
 def _add(a, b):
@@ -746,20 +773,27 @@ def _add(a, b):
     if not isinstance(b, IntRange):
         return b if isinstance(b, Unknown) else Unknown("a sum of two addresses")
     if isinstance(a, IntRange):
-        return _range(a.lo + b.lo, a.hi + b.hi)
+        return _range(a.lo + b.lo, a.hi + b.hi, min(_tz(a), _tz(b)), a.exact and b.exact)
     if isinstance(a, SharedAddress):
-        return _shift_address(a, b.lo, b.hi)
+        return _shift_address(a, b.lo, b.hi, b.exact)
     # a matrix descriptor: the low 14 bits step through the operand in units of 16 bytes
     if b.lo == b.hi:
         units = b.lo & 0x3FFF
         return MatrixDescriptor(a.address, IntRange(a.step.lo + (units << 4), a.step.hi + (units << 4)))
     if 0 <= b.lo and b.hi < 0x4000:
-        return MatrixDescriptor(a.address, IntRange(a.step.lo + (b.lo << 4), a.step.hi + (b.hi << 4)))
+        return MatrixDescriptor(a.address, IntRange(a.step.lo + (b.lo << 4), a.step.hi + (b.hi << 4), 0,
+                                                    a.step.exact and b.exact))
     return Unknown("a matrix descriptor plus a wide range")
 
 
 def _bits_cover(value: IntRange) -> int:
     return (1 << max(value.hi, 0).bit_length()) - 1
+
+
+def _bitwise(a: IntRange, b: IntRange):
+    """``a | b`` or ``a ^ b`` of two non-negative ranges: below the next power of two of the larger, and a
+    multiple of what both are multiples of. Only a bound: not every value below it occurs."""
+    return _range(0, max(_bits_cover(a), _bits_cover(b)), min(_tz(a), _tz(b)), False)
 
 
 _COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne", "lo", "ls", "hi", "hs"}
@@ -789,7 +823,10 @@ def _refine(value, comparison: str, bound: int):
             hi -= 1
         if bound == lo:
             lo += 1
-    return IntRange(lo, hi) if lo <= hi else None  # None: this side of the select never happens
+    if lo > hi:
+        return None  # this side of the select never happens
+    narrowed = _range(lo, hi, value.tz, value.exact)
+    return narrowed if isinstance(narrowed, IntRange) else None
 
 
 def _evaluate(instr: PtxInstruction, ops: list, refined) -> object:
@@ -813,17 +850,17 @@ def _evaluate(instr: PtxInstruction, ops: list, refined) -> object:
         return _add(a, b)
     if base == "sub":
         if isinstance(b, IntRange):
-            return _add(a, IntRange(-b.hi, -b.lo))
+            return _add(a, IntRange(-b.hi, -b.lo, _tz(b), b.exact))
         if isinstance(a, SharedAddress) and isinstance(b, SharedAddress) and a.symbol == b.symbol and \
                 a.hi is not None and b.hi is not None:
-            return IntRange(a.lo - b.hi, a.hi - b.lo)
+            return IntRange(a.lo - b.hi, a.hi - b.lo, 0, a.exact and b.exact)
         return _first_unknown(a, b) or _unknown(instr)
     if base in ("or", "xor"):
         if isinstance(a, IntRange) and isinstance(b, IntRange):
             if a.lo == a.hi and b.lo == b.hi:
                 return IntRange(a.lo | b.lo, a.lo | b.lo) if base == "or" else IntRange(a.lo ^ b.lo, a.lo ^ b.lo)
             if a.lo >= 0 and b.lo >= 0:
-                return IntRange(0, max(_bits_cover(a), _bits_cover(b)))
+                return _bitwise(a, b)
             return _unknown(instr)
         if isinstance(b, (SharedAddress, MatrixDescriptor)):
             a, b = b, a
@@ -833,44 +870,52 @@ def _evaluate(instr: PtxInstruction, ops: list, refined) -> object:
             return _unknown(instr)
         if isinstance(a, SharedAddress) and isinstance(b, IntRange) and b.lo >= 0:
             low = 0 if base == "or" else -b.hi  # a|b is in [a, a+b]; a^b in [a-b, a+b]
-            return _shift_address(a, low, b.hi)
+            return _shift_address(a, low, b.hi, False)
         return _first_unknown(a, b) or _unknown(instr)
     if base == "and":
         return _and(a, b, instr)
     if base == "shl" and isinstance(b, IntRange) and b.lo == b.hi and 0 <= b.lo < 64:
         if isinstance(a, IntRange):
-            return _range(a.lo << b.lo, a.hi << b.lo) if a.lo >= 0 else _range(a.lo * (1 << b.lo),
-                                                                               a.hi * (1 << b.lo))
+            return _range(a.lo * (1 << b.lo), a.hi * (1 << b.lo), _tz(a) + b.lo, a.exact)
         return _first_unknown(a) or _unknown(instr)
     if base == "shr" and isinstance(b, IntRange) and b.lo == b.hi and 0 <= b.lo < 64:
         if isinstance(a, SharedAddress) and b.lo == 4:
             return MatrixDescriptor(a)  # (address >> 4): the start-address field of a matrix descriptor
         if isinstance(a, IntRange) and (a.lo >= 0 or "s32" in parts or "s64" in parts):
-            return IntRange(a.lo >> b.lo, a.hi >> b.lo)
+            return IntRange(a.lo >> b.lo, a.hi >> b.lo, max(_tz(a) - b.lo, 0), a.exact)
         return _first_unknown(a) or _unknown(instr)
     if base == "mul" and "hi" not in parts and isinstance(a, IntRange) and isinstance(b, IntRange):
-        products = (a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)
-        return _range(min(products), max(products))
+        return _product(a, b)
     if base == "mad" and len(ops) >= 3 and "hi" not in parts:
         if isinstance(a, IntRange) and isinstance(b, IntRange):
-            products = (a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)
-            product = _range(min(products), max(products))
+            product = _product(a, b)
             return _add(ops[2], product) if isinstance(product, IntRange) else product
         return _first_unknown(a, b) or _unknown(instr)
     if base in ("rem", "div") and isinstance(a, IntRange) and isinstance(b, IntRange) and b.lo == b.hi and b.lo > 0:
         if base == "rem":
-            return IntRange(0, min(b.lo - 1, a.hi)) if a.lo >= 0 else IntRange(-(b.lo - 1), b.lo - 1)
-        return IntRange(a.lo // b.lo, a.hi // b.lo) if a.lo >= 0 else _unknown(instr)
+            if 0 <= a.lo and a.hi < b.lo:
+                return a
+            return IntRange(0, min(b.lo - 1, a.hi), 0, False) if a.lo >= 0 else IntRange(-(b.lo - 1), b.lo - 1, 0,
+                                                                                          False)
+        return IntRange(a.lo // b.lo, a.hi // b.lo, 0, a.exact) if a.lo >= 0 else _unknown(instr)
     if base == "bfe" and len(ops) >= 3 and isinstance(b, IntRange) and isinstance(ops[2], IntRange):
         if isinstance(a, SharedAddress) and b.lo == b.hi == 4:
             return MatrixDescriptor(a)
         if "u32" in parts or "u64" in parts:
-            return IntRange(0, (1 << ops[2].hi) - 1) if 0 <= ops[2].hi < 64 else _unknown(instr)
+            return IntRange(0, (1 << ops[2].hi) - 1, 0, False) if 0 <= ops[2].hi < 64 else _unknown(instr)
         return _unknown(instr)
     if base in ("min", "max") and isinstance(a, IntRange) and isinstance(b, IntRange):
         pick = min if base == "min" else max
-        return IntRange(pick(a.lo, b.lo), pick(a.hi, b.hi))
+        return IntRange(pick(a.lo, b.lo), pick(a.hi, b.hi), min(_tz(a), _tz(b)), a.exact and b.exact)
     return _first_unknown(a, b) or _unknown(instr)
+
+
+def _product(a: IntRange, b: IntRange):
+    """``a * b``: a multiple of a constant keeps exactness (the stages of a ring); a product of two ranges is a
+    bound."""
+    products = (a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)
+    exact = a.exact and b.exact and (a.lo == a.hi or b.lo == b.hi)
+    return _range(min(products), max(products), _tz(a) + _tz(b), exact)
 
 
 def _and(a, b, instr: PtxInstruction):
@@ -886,17 +931,23 @@ def _and(a, b, instr: PtxInstruction):
     if isinstance(x, MatrixDescriptor):
         return x if mask & 0x3FFF == 0x3FFF else _unknown(instr)
     if isinstance(x, SharedAddress):
-        return _shift_address(x, -alignment, 0) if alignment is not None else _unknown(instr)
+        return _shift_address(x, -alignment, 0, False) if alignment is not None else _unknown(instr)
+    mask_tz = _tz(IntRange(mask, mask))
     if isinstance(x, IntRange):
         if x.lo == x.hi:
             return IntRange(x.lo & mask, x.lo & mask)
+        tz = max(_tz(x), mask_tz)  # x & mask is a multiple of what either is a multiple of
         if x.lo >= 0 and alignment is not None:
-            return IntRange(max(x.lo - alignment, 0), x.hi)
+            if _tz(x) >= alignment.bit_length():
+                return x  # already aligned: the mask changes nothing
+            return _range(max(x.lo - alignment, 0), x.hi, tz, False)
         if 0 <= mask < (1 << width):
-            return IntRange(0, min(mask, x.hi) if x.lo >= 0 else mask)
+            if x.lo >= 0 and x.hi <= mask and mask & (mask + 1) == 0:
+                return x  # a mask of low bits above every value changes nothing
+            return _range(0, min(mask, x.hi) if x.lo >= 0 else mask, tz, False)
         return _unknown(instr)
     if 0 <= mask < (1 << 32):
-        return IntRange(0, mask)  # whatever x is, the result is a small integer
+        return IntRange(0, mask, mask_tz, False)  # whatever x is, the result is a small integer
     return x
 
 
@@ -1023,6 +1074,7 @@ class AddressAnalysis:
         self.values: dict[tuple, object] = {}  # (index, register) or ("all", register) -> value
         self._forms: dict[int, tuple | None] = {}  # instruction index -> its linear form (see _linear)
         self._source_cache: dict[tuple, tuple] = {}
+        self._witnesses: dict[int, object] = {}
         if roots is None:
             roots = [(index, operand) for index, instr in enumerate(instructions)
                      for operand in _address_operands(instr)]
@@ -1256,8 +1308,7 @@ class AddressAnalysis:
             if coefficient != 1:
                 if not isinstance(value, IntRange):
                     return Unknown("a multiple of an address")
-                value = _range(min(value.lo * coefficient, value.hi * coefficient),
-                               max(value.lo * coefficient, value.hi * coefficient))
+                value = _product(value, IntRange(coefficient, coefficient))
             total = _add(total, value)
             if isinstance(total, Unknown):
                 return total
@@ -1323,6 +1374,68 @@ class AddressAnalysis:
 
     # -- values ------------------------------------------------------------------------------
 
+    # -- a witness: the value in thread 0 ------------------------------------------------------------
+
+    _WITNESS_DEPTH = 24
+    _WITNESS_THREAD = {"%tid": 0, "%laneid": 0}
+
+    def witness(self, index: int, operand: str, depth: int = 0):
+        """The value ``operand`` has at instruction ``index`` in thread 0 (``%tid`` and ``%laneid`` 0), as a
+        constant ``IntRange`` or a ``SharedAddress`` of one offset, or None where it depends on anything else (a
+        loop-carried register, a load, a run-time value, a predicated definition). It is a value that occurs:
+        an address range that is only a bound still holds this one."""
+        operand = operand.strip()
+        if operand.startswith("%"):
+            name = operand.split(".")[0]
+            if name in self._WITNESS_THREAD:
+                return IntRange(0, 0)
+            keys = self._sources(index, operand)
+            if len(keys) != 1 or depth >= self._WITNESS_DEPTH:
+                return None
+            definition, register = keys[0]
+            if definition == "all":
+                found = self.defs.get(register, [])
+                if len(found) != 1:
+                    return None  # loop-carried: which iteration's value is not known
+                definition = found[0]
+            cache = self._witnesses
+            if definition not in cache:
+                cache[definition] = None  # a cycle gives no witness
+                cache[definition] = self._witness_definition(definition, depth)
+            return cache[definition]
+        value = self._read(self._input(index, operand)) if not operand.startswith("{") else None
+        return value if isinstance(value, (IntRange, SharedAddress, MatrixDescriptor)) and _single(value) else None
+
+    def _witness_definition(self, definition: int, depth: int):
+        instr = self.function.instructions[definition]
+        if instr.predicate or len(self.dests.get(definition, ())) != 1 or instr.base in ("ld", "selp", "shfl"):
+            return None
+        ops = []
+        for operand in instr.operands[1:]:
+            value = self.witness(definition, operand, depth + 1)
+            if value is None:
+                return None
+            ops.append(value)
+        value = _evaluate(instr, ops, None) if instr.base != "mov" or not instr.operands[1].startswith("{") \
+            else _packed(ops)
+        return value if isinstance(value, (IntRange, SharedAddress, MatrixDescriptor)) and _single(value) else None
+
+    def witness_address(self, index: int, operand: str):
+        """The ``[base+offset]`` operand's address in thread 0 (``witness``), or None."""
+        if self.function.instructions[index].predicate:
+            return None  # thread 0 may not run it
+        inner = operand.strip()
+        match = _MEMORY_OPERAND.fullmatch(inner[1:-1].replace(" ", "")) if inner.startswith("[") else None
+        if match is None:
+            return None
+        base = self.witness(index, match.group(1))
+        offset = _constant(match.group(3)) if match.group(3) is not None else 0
+        if base is None or offset is None:
+            return None
+        offset *= -1 if match.group(2) == "-" else 1
+        value = _add(base, IntRange(offset, offset))
+        return value if isinstance(value, SharedAddress) and _single(value) else None
+
     def operand_value(self, index: int, operand: str):
         """The value of operand text (register, symbol, immediate) as seen by instruction ``index``."""
         return self._read(self._input(index, operand))
@@ -1358,6 +1471,12 @@ class AddressAnalysis:
 _LINEAR_BASES = {"add", "sub", "mul", "shl", "mad", "mov", "cvt"}
 
 
+def _single(value) -> bool:
+    if isinstance(value, MatrixDescriptor):
+        return _single(value.address) and _single(value.step)
+    return value.lo == value.hi
+
+
 def _form_sum(a, b, factor: int):
     """The linear form a + factor * b (a None: 0); terms whose coefficients cancel are dropped."""
     if b is None:
@@ -1378,11 +1497,17 @@ def _meet(a, b):
         return b
     if isinstance(a, IntRange) and isinstance(b, IntRange):
         lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)
-        return IntRange(lo, hi) if lo <= hi else a
+        if lo > hi:
+            return a
+        # exact only where one of them is exact and the other does not cut it
+        exact = (a.exact and (lo, hi) == (a.lo, a.hi)) or (b.exact and (lo, hi) == (b.lo, b.hi))
+        met = _range(lo, hi, max(_tz(a), _tz(b)), exact)
+        return met if isinstance(met, IntRange) else a
     if isinstance(a, SharedAddress) and isinstance(b, SharedAddress) and a.symbol == b.symbol:
         hi = b.hi if a.hi is None else a.hi if b.hi is None else min(a.hi, b.hi)
         lo = max(a.lo, b.lo)
-        return SharedAddress(a.symbol, lo, hi) if hi is None or lo <= hi else a
+        exact = (a.exact and (lo, hi) == (a.lo, a.hi)) or (b.exact and (lo, hi) == (b.lo, b.hi))
+        return SharedAddress(a.symbol, lo, hi, exact) if hi is None or lo <= hi else a
     return a
 
 
@@ -1410,14 +1535,16 @@ _MIN_OPERAND_BYTES = 16  # a TMA box / MMA operand covers at least its first 16 
 class PtxRegion:
     """Bytes of a shared symbol an access touches.
 
-    ``[lo, hi)`` holds every byte it may touch (``hi`` None: no bound known); ``[lo, certain_hi)`` the bytes it
-    surely touches, taken over all threads and loop iterations (a loop that steps a pipeline stage touches
-    every stage). ``symbol`` None: the address is not resolved.
+    ``[lo, hi)`` holds every byte it may touch (``hi`` None: no bound known); ``[certain_lo, certain_hi)`` (from
+    ``lo`` when ``certain_lo`` is None) the bytes it surely touches, taken over all threads and loop iterations
+    (a loop that steps a pipeline stage touches every stage; see ``Classifier.region``). ``symbol`` None: the
+    address is not resolved.
     """
     symbol: str | None
     lo: int = 0
     hi: int | None = None
     certain_hi: int = 0
+    certain_lo: int | None = None
 
     def overlap(self, other: "PtxRegion") -> Overlap:
         if self.symbol is None or other.symbol is None:
@@ -1426,7 +1553,9 @@ class PtxRegion:
             return Overlap.NO
         if (self.hi is not None and self.hi <= other.lo) or (other.hi is not None and other.hi <= self.lo):
             return Overlap.NO
-        if self.lo < other.certain_hi and other.lo < self.certain_hi:
+        mine = self.lo if self.certain_lo is None else self.certain_lo
+        theirs = other.lo if other.certain_lo is None else other.certain_lo
+        if max(mine, theirs) < min(self.certain_hi, other.certain_hi):
             return Overlap.YES
         return Overlap.UNKNOWN
 
@@ -1519,18 +1648,30 @@ class Classifier:
     # -- regions -------------------------------------------------------------------------------------
 
     def region(self, value, size: int | None, bound: int | None = None, descriptor: bool = False,
-               end: int | None = None) -> tuple[PtxRegion, str | None]:
+               end: int | None = None, extent: int | None = None,
+               witness=None) -> tuple[PtxRegion, str | None]:
         """The bytes touched from address ``value``: ``size`` exactly, or at most ``bound`` (at least 16) and
-        not past the offset ``end``; never past the end of the symbol's allocation (``self.sizes``).
+        not past the offset ``end``; never past the end of the symbol's allocation (``self.sizes``). ``extent``:
+        the bytes the access surely covers from its start when ``size`` is not known (the TTGIR's exact TMA box);
+        else its first 16.
+
+        Certain bytes: where the address range is exact (``IntRange.exact``: every value occurs over the threads
+        and iterations), the bytes from its lowest start to its highest start plus what one access surely covers;
+        where it is only a bound, the bytes that every start in it covers, ``[hi, lo + covered)``, if any, or
+        those of the ``witness`` start (thread 0's: ``AddressAnalysis.witness``), whichever are more.
 
         A matrix descriptor (``descriptor``) is sized from its own operand: ``bound`` counts from the base the
         descriptor was made from, not from the k-step or warp offset added to it since (which lies inside)."""
         step = 0
+        starts = None  # the lowest and highest start of the access
         if descriptor:
             if not isinstance(value, MatrixDescriptor):
                 origin = value.origin if isinstance(value, Unknown) else f"{_describe(value)}, not a descriptor"
                 return _UNRESOLVED, ("the matrix descriptor is not derived from a shared-memory symbol: "
                                      f"it depends on {origin}")
+            exact = value.address.exact and value.step.exact
+            starts = (value.address.lo + value.step.lo,
+                      None if value.address.hi is None else value.address.hi + value.step.hi)
             step = value.step.lo
             if bound is not None:
                 bound = max(bound, value.step.hi + _MIN_OPERAND_BYTES)
@@ -1541,6 +1682,8 @@ class Classifier:
         if not isinstance(value, SharedAddress):
             origin = value.origin if isinstance(value, Unknown) else "a value the analysis does not follow"
             return _UNRESOLVED, f"the address is not derived from a shared-memory symbol: it depends on {origin}"
+        if starts is None:
+            exact, starts = value.exact, (value.lo, value.hi)
         limit = self.sizes.get(value.symbol)
         lo = max(value.lo, 0) if limit is None else min(max(value.lo, 0), limit)
         if value.hi is None:
@@ -1551,14 +1694,26 @@ class Classifier:
             limits = [value.hi + max(bound, _MIN_OPERAND_BYTES)] if bound is not None else []
             limits += [max(end, value.hi + step + _MIN_OPERAND_BYTES)] if end is not None else []
             hi = min(limits) if limits else None
-        certain = value.hi + (size if size is not None else step + _MIN_OPERAND_BYTES)
+        covered = size if size is not None else max(extent or 0, _MIN_OPERAND_BYTES)
+        certain_lo = None
+        if exact:
+            certain = value.hi + (size if size is not None else step + covered)
+        else:  # only the bytes every possible start covers
+            certain_lo, certain = starts[1], starts[0] + covered
+            if starts[1] is None or certain_lo >= certain:
+                certain_lo, certain = None, 0
+            if isinstance(witness, MatrixDescriptor):
+                witness = _shift_address(witness.address, witness.step.lo, witness.step.hi)
+            if isinstance(witness, SharedAddress) and witness.symbol == value.symbol and \
+                    covered > certain - (lo if certain_lo is None else certain_lo):
+                certain_lo, certain = witness.lo, witness.lo + covered
         if limit is not None:
             hi, certain = limit if hi is None else min(hi, limit), min(certain, limit)
-        return PtxRegion(value.symbol, lo, hi, certain), None
+        return PtxRegion(value.symbol, lo, hi, certain, certain_lo), None
 
     def _access(self, kind, instr, value, size=None, scope=Scope.CTA, bound=None, no_bound_reason=None,
-                descriptor=False, end=None, in_flight=False) -> Access:
-        region, why = self.region(value, size, bound, descriptor, end)
+                descriptor=False, end=None, in_flight=False, extent=None, witness=None) -> Access:
+        region, why = self.region(value, size, bound, descriptor, end, extent, witness)
         if why is None and region.hi is None:
             why = no_bound_reason
         return Access(kind, region, instr.ref(), scope, why, in_flight)
@@ -1587,8 +1742,9 @@ class Classifier:
         if base in ("st", "ld", "atom", "red"):
             if any(p.startswith("shared") for p in parts[1:]):
                 if "async" in parts:  # st.async / red.async to another CTA's shared memory: generic proxy
-                    return [self._access(AccessKind.GENERIC_WRITE, instr,
-                                         analysis.address(index, instr.operand(0)), _access_bytes(parts))]
+                    return [self._access(AccessKind.GENERIC_WRITE, instr, analysis.address(index, instr.operand(0)),
+                                         _access_bytes(parts), witness=analysis.witness_address(index,
+                                                                                                instr.operand(0)))]
                 return self._generic(index, instr, base)
             if base == "st" and "bulk" in parts:
                 raise _OperandError(f"st.bulk is not modelled: {instr.statement[:80]!r}")
@@ -1596,7 +1752,8 @@ class Classifier:
         if base in ("stmatrix", "ldmatrix"):
             kind = AccessKind.GENERIC_WRITE if base == "stmatrix" else AccessKind.GENERIC_READ
             operand = instr.operand(0 if base == "stmatrix" else 1)
-            return [self._access(kind, instr, analysis.address(index, operand), 16)]
+            return [self._access(kind, instr, analysis.address(index, operand), 16,
+                                 witness=analysis.witness_address(index, operand))]
         if base == "mbarrier":  # not data; some waits complete copies
             if not _completes_copies(instr):
                 return []
@@ -1611,7 +1768,7 @@ class Classifier:
                 size = analysis.final_value(index, instr.operand(2))
                 nbytes = size.hi if isinstance(size, IntRange) and 0 < size.hi <= 16 else 16
                 return [self._access(AccessKind.GENERIC_WRITE, instr, analysis.address(index, instr.operand(0)),
-                                     nbytes, in_flight=True)]
+                                     nbytes, in_flight=True, witness=analysis.witness_address(index, instr.operand(0)))]
             if "bulk" in parts and "async" in parts and "prefetch" not in parts:
                 return self._bulk(index, instr)
             if "prefetch" in parts:
@@ -1673,13 +1830,14 @@ class Classifier:
     def _generic(self, index: int, instr: PtxInstruction, base: str) -> list:
         size = _access_bytes(instr.parts)
         analysis = self.analysis
+        operand = instr.operand(1 if base in ("ld", "atom") else 0)
+        address, witness = analysis.address(index, operand), analysis.witness_address(index, operand)
         if base == "ld":
-            return [self._access(AccessKind.GENERIC_READ, instr, analysis.address(index, instr.operand(1)), size)]
+            return [self._access(AccessKind.GENERIC_READ, instr, address, size, witness=witness)]
         if base == "atom":
-            address = analysis.address(index, instr.operand(1))
-            return [self._access(AccessKind.GENERIC_READ, instr, address, size),
-                    self._access(AccessKind.GENERIC_WRITE, instr, address, size)]
-        return [self._access(AccessKind.GENERIC_WRITE, instr, analysis.address(index, instr.operand(0)), size)]
+            return [self._access(AccessKind.GENERIC_READ, instr, address, size, witness=witness),
+                    self._access(AccessKind.GENERIC_WRITE, instr, address, size, witness=witness)]
+        return [self._access(AccessKind.GENERIC_WRITE, instr, address, size, witness=witness)]
 
     def _bulk(self, index: int, instr: PtxInstruction) -> list:
         parts = instr.parts
@@ -1732,8 +1890,10 @@ class Classifier:
             if operand.startswith(("{", "[")):
                 continue  # A in registers (wgmma) or tensor memory (tcgen05)
             bound = self._hint(instr, f"{kind}:{len(events)}")
+            witness = None if instr.predicate else self.analysis.witness(index, operand)
             events.append(self._access(AccessKind.ASYNC_READ, instr, self.analysis.final_value(index, operand), None,
-                                       scope, bound=bound, no_bound_reason=_NO_EXTENT, descriptor=True))
+                                       scope, bound=bound, no_bound_reason=_NO_EXTENT, descriptor=True,
+                                       witness=witness))
         return events
 
 
