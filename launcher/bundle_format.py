@@ -47,6 +47,7 @@ _ENTRY_NAME = re.compile(r"variants/([0-9a-f]{16})/(spec\.json|kernel\.cubin|ker
 _FILE_KINDS = {"spec": "spec.json", "cubin": "kernel.cubin", "ptx": "kernel.ptx", "ttgir": "kernel.ttgir"}
 _LAYER_KINDS = ("autotune", "heuristics")
 _CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+MAX_PARAMS = 1024  # Python parameters of one kernel (constexprs included: they cost no kernel parameter bytes)
 
 
 class BundleError(ValueError):
@@ -718,11 +719,15 @@ class _Reader:
                 self.fail(f"{what}.{field}: {_short(text)} holds characters that are not printable")
         line = self.get(k, "line", int, what, optional=True)
         params = []
-        for i, p in enumerate(self.get(k, "params", list, what)):
+        listed = self.get(k, "params", list, what)
+        if len(listed) > MAX_PARAMS:
+            self.fail(f"{what}.params: {len(listed)} parameters; a kernel may have at most {MAX_PARAMS}")
+        for i, p in enumerate(listed):
             params.append(self.param(p, f"{what}.params[{i}]"))
-        names = [p.name for p in params]
-        if len(set(names)) != len(names):
-            self.fail(f"{what}.params: a name appears twice in {names}")
+        names = tuple(p.name for p in params)
+        known = frozenset(names)  # built once: every check of a name below is one lookup
+        if len(known) != len(names):
+            self.fail(f"{what}.params: a name appears twice in {_short(list(names))}")
         if any(not p.keyword_only and q.keyword_only for p, q in zip(params[1:], params)):
             self.fail(f"{what}.params: a positional parameter follows a keyword-only one")
         vids = self.get(k, "variants", list, what)
@@ -732,19 +737,19 @@ class _Reader:
             if not isinstance(vid, str) or vid not in variants:
                 self.fail(f"{what}.variants: {_short(vid)} is not a variant of this bundle")
             spec = variants[vid].spec
-            if spec.arg_names != tuple(names):
-                self.fail(f"{what}: variant {vid} takes arguments {list(spec.arg_names)}, the kernel's parameters "
-                          f"are {names}")
+            if spec.arg_names != names:
+                self.fail(f"{what}: variant {vid} takes arguments {_short(list(spec.arg_names))}, the kernel's "
+                          f"parameters are {_short(list(names))}")
             for i, (param, arg) in enumerate(zip(params, spec.args)):
                 if param.constexpr and arg.kind != "constexpr":
                     self.fail(f"{what}: parameter {param.name!r} is a constexpr, variant {vid} passes it as {arg.type!r}")
-        layers = tuple(self.layer(layer, f"{what}.layers[{i}]", names)
+        layers = tuple(self.layer(layer, f"{what}.layers[{i}]", known)
                        for i, layer in enumerate(self.get(k, "layers", list, what)))
         calls = []
         for i, c in enumerate(self.get(k, "calls", list, what)):
             w = f"{what}.calls[{i}]"
             args = self.get(c, "args", dict, w)
-            unknown = set(args) - set(names)
+            unknown = [n for n in args if n not in known]
             if unknown:
                 self.fail(f"{w}.args: {sorted(unknown)} are not parameters of the kernel")
             vid = self.get(c, "variant", str, w)
@@ -763,7 +768,7 @@ class _Reader:
         return Param(name, has_default=has_default, default=p.get("default") if has_default else None,
                      annotation=self.get(p, "annotation", str, what), **flags)
 
-    def layer(self, layer, what, names):
+    def layer(self, layer, what, names: frozenset):
         kind = self.get(layer, "kind", str, what)
         if kind == "autotune":
             key = self.get(layer, "key", list, what)
@@ -800,12 +805,15 @@ class _Reader:
             hnames = self.get(layer, "names", list, what)
             if not hnames or not all(isinstance(n, str) and n in names for n in hnames):
                 self.fail(f"{what}.names: {_short(hnames)} are not all parameter names")
+            computed = frozenset(hnames)
+            if len(computed) != len(hnames):
+                self.fail(f"{what}.names: a name appears twice in {_short(hnames)}")
             records = []
             for i, r in enumerate(self.get(layer, "records", list, what)):
                 inputs = self.get(r, "inputs", dict, f"{what}.records[{i}]")
                 values = self.get(r, "values", dict, f"{what}.records[{i}]")
-                if not set(inputs) <= set(names) or set(values) != set(hnames):
-                    self.fail(f"{what}.records[{i}]: inputs must be parameters and values must be {hnames}")
+                if not all(n in names for n in inputs) or values.keys() != computed:
+                    self.fail(f"{what}.records[{i}]: inputs must be parameters and values must be {_short(hnames)}")
                 records.append((inputs, values))
             return Heuristics(tuple(hnames), tuple(records))
         self.fail(f"{what}.kind: {_short(kind)} is not one of {', '.join(_LAYER_KINDS)}")

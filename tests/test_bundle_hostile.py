@@ -86,3 +86,104 @@ def test_a_real_cubin_still_reads():
     cubin = bytes(C.BY_NAME["vector_add"].compile().kernel)
     info = elf.read_cubin(cubin)
     assert "add_kernel" in info.functions and info.kernels["add_kernel"].param_sizes == [8, 8, 8, 4, 8, 8]
+
+
+# ---- bundles edited as a hostile writer would, every id and hash recomputed ----
+def reseal(raw, manifest=None, spec=None):
+    """The bundle with manifest(m) applied to its manifest and spec(kernel symbol, s) to each
+    variant's spec (return None to keep it), variant ids, entries and hashes recomputed."""
+    members = BC.members_of(raw)
+    man = json.loads(members[BF.MANIFEST])
+    if spec is not None:
+        for v in list(man["variants"]):
+            vid = v["id"]
+            s = json.loads(members[f"variants/{vid}/spec.json"])
+            if spec(s["kernel"], s) is None:
+                continue
+            blob = BF._dumps(s)
+            new = BF._variant_id(blob, members[f"variants/{vid}/kernel.cubin"])
+            members[f"variants/{vid}/spec.json"] = blob
+            for name in [n for n in members if n.startswith(f"variants/{vid}/")]:
+                members[name.replace(vid, new)] = members.pop(name)
+            man = json.loads(json.dumps(man).replace(vid, new))
+    if manifest is not None:
+        manifest(man)
+    members[BF.MANIFEST] = json.dumps(man).encode()
+    return BC.rezip(BC.zip_members(members), lambda m: None)
+
+
+def refused(raw, message):
+    with pytest.raises(BundleError, match=message) as info:
+        BF.parse_bundle(raw, "bundle 'b'")
+    return info.value
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    path = tmp_path_factory.mktemp("small") / "small.bundle"
+    launcher.export(path, C.BY_NAME["vector_add"].compile(), C.BY_NAME["tuples"].compile())
+    return path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    path = tmp_path_factory.mktemp("captured") / "captured.bundle"
+    BC.capture_workload(str(path), 90)
+    return path.read_bytes()
+
+
+def _many_params(raw, n, layers=True):
+    """add_kernel with n more constexpr parameters, an autotune key naming them all, configs and
+    a heuristics layer over them, and calls passing them."""
+    extra = [f"c{i}" for i in range(n)]
+
+    def spec(symbol, s):
+        if symbol == "add_kernel":
+            s["args"] += [{"name": x, "type": "constexpr"} for x in extra]
+            return s
+
+    def manifest(m):
+        k = next(k for k in m["kernels"] if k["name"] == "kernels.add_kernel")
+        k["params"] += [{"name": x, "constexpr": True, "keyword_only": False, "annotation": "constexpr",
+                         "do_not_specialize": False, "do_not_specialize_on_alignment": False} for x in extra]
+        if layers:
+            k["layers"] = [{"kind": "autotune", "key": extra[::-1], "configs": [{"kwargs": {x: 1 for x in extra}}],
+                            "choices": []},
+                           {"kind": "heuristics", "names": extra[::-1],
+                            "records": [{"inputs": {x: 1 for x in extra}, "values": {x: 1 for x in extra}}] * 50}]
+            k["calls"] = [{"args": {x: {"int": 1} for x in extra}, "options": {}, "variant": k["variants"][0]}] * 50
+
+    return reseal(raw, manifest, spec)
+
+
+def test_manifest_checks_cost_one_lookup_per_name(small, monkeypatch):
+    """Autotune keys, config kwargs, heuristics names and inputs, and recorded calls were checked
+    with `name in list` (and set(names) built again per record): N^2 for N parameters. Each is one
+    lookup in a set built once, and a kernel has at most BF.MAX_PARAMS parameters."""
+    n = BF.MAX_PARAMS - 5
+    data = BF.parse_bundle(_many_params(small, n), "bundle 'b'")
+    assert len(data.kernels["kernels.add_kernel"].params) == n + 5 == BF.MAX_PARAMS
+    refused(_many_params(small, BF.MAX_PARAMS, layers=False),
+            f"{BF.MAX_PARAMS + 5} parameters; a kernel may have at most {BF.MAX_PARAMS}")
+
+    compared = []  # what the checks cost: every == between two parameter names
+
+    class Name(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other):
+            compared.append(1)
+            return str.__eq__(self, other)
+
+    real = BF._Reader.param
+
+    def param(self, p, what):
+        out = real(self, p, what)
+        out.name = Name(out.name)
+        return out
+
+    monkeypatch.setattr(BF._Reader, "param", param)
+    BF.parse_bundle(_many_params(small, n), "bundle 'b'")
+    # one compare per name looked up (about 102 n: the key, kwargs, names, 50 records' inputs and 50
+    # calls' args); a list scan per name would be some 50 n * n / 2
+    assert len(compared) < 200 * n
