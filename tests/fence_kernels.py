@@ -316,3 +316,66 @@ def compiled_cp_async(place, completion):
     signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "out_ptr": "*fp32"}
     return compile_kernel(cp_async_wgmma, signature, {"PLACE": place, "COMPLETION": completion},
                           attrs={(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]})
+
+
+# ---------------------------------------------------------------------------------------------
+# Red-team kernels (2026-12-07), in our own words: each was a false alarm, a missed hazard or unreadable.
+
+
+@gluon.jit
+def adjacent_buffers(desc, FENCE: gl.constexpr):
+    # `lo` is allocated just below `hi`; `hi` is written and fenced, `lo` is written after the fence and is not
+    # read by the async proxy before its own fence. FENCE=False also writes `hi` after the fence: a hazard.
+    lo = gl.allocate_shared_memory(gl.float16, [64, 64], desc.layout)
+    hi = gl.allocate_shared_memory(gl.float16, [64, 64], desc.layout)
+    hi.store(_ones_tile(64))
+    fence_async_shared()
+    lo.store(_ones_tile(64))
+    if not FENCE:
+        hi.store(_ones_tile(64))
+    tma_store(desc, [0, 0], hi)
+    tma.store_wait(0)
+    fence_async_shared()
+    tma_store(desc, [64, 0], lo)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def tail_write(desc, FENCE: gl.constexpr):
+    # only the last 8 rows of the TMA store's 64-row source are written: the 64x64 box reads them all
+    layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])
+    smem = gl.allocate_shared_memory(gl.float16, [128, 64], desc.layout)
+    smem.slice(120, 8).store(gl.full([8, 64], 1.0, gl.float16, layout))
+    if FENCE:
+        fence_async_shared()
+    tma_store(desc, [0, 0], smem.slice(64, 64))
+    tma.store_wait(0)
+
+
+@gluon.jit(noinline=True)
+def _store_helper(smem):
+    smem.store(_ones_tile(64))
+
+
+@gluon.jit
+def noinline_store(desc, FENCE: gl.constexpr):
+    # Triton 3.6 names the helper after its specialization: a quoted MLIR symbol in the TTGIR
+    smem = gl.allocate_shared_memory(gl.float16, [64, 64], desc.layout)
+    _store_helper(smem)
+    if FENCE:
+        fence_async_shared()
+    tma_store(desc, [0, 0], smem)
+    tma.store_wait(0)
+
+
+REDTEAM_CASES = {
+    "adjacent_buffers": (adjacent_buffers, {"desc": DESC_64x64}),
+    "tail_write": (tail_write, {"desc": DESC_64x64}),
+    "noinline_store": (noinline_store, {"desc": DESC_64x64}),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_redteam(name, fence, arch=90):
+    fn, signature = REDTEAM_CASES[name]
+    return compile_kernel(fn, dict(signature), {"FENCE": fence}, arch=arch)

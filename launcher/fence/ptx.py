@@ -1853,8 +1853,9 @@ class Classifier:
         events = []
         if src.startswith("shared"):
             bound = None if size is not None else self._hint(instr, "tma_store")
+            extent = None if size is not None else self._hint(instr, "tma_store=")
             events.append(self._access(AccessKind.ASYNC_READ, instr, analysis.address(index, instr.operand(1)), size,
-                                       bound=bound, no_bound_reason=_NO_BOX))
+                                       bound=bound, no_bound_reason=_NO_BOX, extent=extent))
         if dst.startswith("shared"):
             remote = src.startswith("shared")
             multicast = any(p.startswith("multicast") for p in parts)
@@ -1865,8 +1866,11 @@ class Classifier:
                 bounds = [b for b in (self._load_bound(index, instr), self._hint(instr, "tma_load")) if b]
                 bound = min(bounds) if bounds else None
                 end = self._own_barrier_end(index, instr, destination)
+            extent = None if size is not None else self._hint(instr, "tma_load=")
+            if extent is not None and bound is not None:
+                extent = min(extent, bound)
             events.append(self._access(AccessKind.ASYNC_WRITE, instr, destination, size, scope, bound=bound,
-                                       no_bound_reason=_NO_BOX, end=end))
+                                       no_bound_reason=_NO_BOX, end=end, extent=extent))
         return events
 
     def _own_barrier_end(self, index: int, instr: PtxInstruction, destination) -> int | None:

@@ -765,6 +765,8 @@ def async_operand_extents(text: str) -> dict[tuple[str, str], int]:
                                                                     if "tensor_memory" in v}, "", aliases)
     extents: dict[tuple[str, str], int] = {}
     unknown: set[tuple[str, str]] = set()
+    exact: dict[tuple[str, str], int] = {}  # (place, "tma_load=" / "tma_store="): bytes every message surely moves
+    inexact: set[tuple[str, str]] = set()
     for line in ops:
         body, loc = _strip_loc(line)
         name = next(n for n in _EXTENT_CLASSES if n + " " in body)
@@ -781,13 +783,43 @@ def async_operand_extents(text: str) -> dict[tuple[str, str], int]:
             entries = [(f"mma:{i}", size) for i, size in enumerate(sizes)] or [("mma:0", None)]
         else:
             entries = [(kind, None if not sizes or None in sizes else max(sizes))]
+        if kind in ("tma_load", "tma_store"):
+            whole = _whole_box_bytes(name, types or "", memdescs, sizes)
+            for key in ((position, kind + "="), (position.rsplit(":", 1)[0], kind + "=")):
+                if whole is None:
+                    inexact.add(key)
+                else:
+                    exact[key] = min(exact.get(key, whole), whole)
         for entry, size in entries:
             for key in ((position, entry), (position.rsplit(":", 1)[0], entry)):  # by column, and by line
                 if size is None:
                     unknown.add(key)
                 else:
                     extents[key] = max(extents.get(key, 0), size)
-    return {key: size for key, size in extents.items() if key not in unknown}
+    result = {key: size for key, size in extents.items() if key not in unknown}
+    result.update({key: size for key, size in exact.items() if key not in inexact})
+    return result
+
+
+_TENSORDESC_BLOCK = re.compile(r"tensordesc<tensor<([\dx]+)x([a-zA-Z][\w]*)")
+
+
+def _whole_box_bytes(name: str, types: str, memdescs: list[str], sizes: list) -> int | None:
+    """The bytes a plain TMA copy surely moves to or from shared memory, where the TTGIR says exactly: one
+    shared-memory operand whose shape and element type are the descriptor's block (the box the tensor map was
+    built for), and a box that one message moves whole (``_tma_box_bytes`` equals the buffer's bytes: Triton
+    does not split it). Out-of-bounds elements are still read (a store) or zero-filled (a load) in shared
+    memory, so every byte of the box is touched. None where any of this does not hold (gather, scatter,
+    reduce, a split box)."""
+    if name not in ("ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_local_to_global"):
+        return None
+    if len(memdescs) != 1 or sizes[0] is None or sizes[0] != _memdesc_bytes(memdescs[0]):
+        return None
+    block = _TENSORDESC_BLOCK.search(types)
+    shape = re.search(r"memdesc<([\dx]+)x([a-zA-Z][\w]*)", memdescs[0])
+    if block is None or shape is None or block.groups() != shape.groups():
+        return None
+    return sizes[0]
 
 
 _SHARED_ATTRIBUTE = re.compile(r'"?ttg\.shared"?\s*=\s*(\d+)\s*:\s*i32')
