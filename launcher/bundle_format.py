@@ -564,6 +564,15 @@ class _Reader:
             self.fail(f"{what}.{key}: expected {name}, got {_short(value)}", entry)
         return value
 
+    def constant(self, value, what, entry=MANIFEST):
+        """`value` (an encoded constant, a compile option, a call form), where it nests no deeper
+        than constants may (launcher.spec.check_data_nesting, the one rule)."""
+        try:
+            S.check_data_nesting(value, what)
+        except S.SpecError as e:
+            self.fail(str(e), entry)
+        return value
+
     def check_header(self):
         m = self.manifest
         if not isinstance(m, dict):
@@ -660,6 +669,9 @@ class _Reader:
             self.fail(f"{what}.symbol: {_short(v['symbol'])}, but its spec launches {spec.kernel!r}")
         if self.get(v, "arch", int, what) != spec.arch:
             self.fail(f"{what}.arch: {_short(v['arch'])}, but its spec targets {spec.arch!r}")
+        for field in ("options", "default_options"):
+            for key, value in getattr(entry, field).items():
+                self.constant(value, f"{what}.{field}.{key}")
         for key, value in entry.options.items():
             if key in ("num_warps", "num_ctas") and value != getattr(spec, key):
                 self.fail(f"{what}.options.{key}: {_short(value)}, but its spec says {getattr(spec, key)}")
@@ -755,7 +767,8 @@ class _Reader:
             vid = self.get(c, "variant", str, w)
             if vid not in vids:
                 self.fail(f"{w}.variant: {vid!r} is not a variant of this kernel")
-            calls.append(Call(args, self.get(c, "options", dict, w), vid))
+            self.constant(args, f"{w}.args")
+            calls.append(Call(args, self.constant(self.get(c, "options", dict, w), f"{w}.options"), vid))
         return KernelEntry(name, function, module, file, line, tuple(params), tuple(vids), layers, tuple(calls))
 
     def param(self, p, what) -> Param:
@@ -765,6 +778,8 @@ class _Reader:
         flags = {key: self.get(p, key, bool, what) for key in
                  ("constexpr", "keyword_only", "do_not_specialize", "do_not_specialize_on_alignment")}
         has_default = isinstance(p, dict) and "default" in p
+        if has_default:
+            self.constant(p["default"], f"{what}.default")
         return Param(name, has_default=has_default, default=p.get("default") if has_default else None,
                      annotation=self.get(p, "annotation", str, what), **flags)
 
@@ -778,7 +793,7 @@ class _Reader:
             if not configs:
                 self.fail(f"{what}.configs: no configs")
             for i, c in enumerate(configs):
-                kwargs = self.get(c, "kwargs", dict, f"{what}.configs[{i}]")
+                kwargs = self.constant(self.get(c, "kwargs", dict, f"{what}.configs[{i}]"), f"{what}.configs[{i}].kwargs")
                 for n in kwargs:
                     if n not in names:
                         self.fail(f"{what}.configs[{i}].kwargs: {n!r} is not a parameter of the kernel")
@@ -795,7 +810,8 @@ class _Reader:
                 if not 0 <= index < len(configs):
                     self.fail(f"{what}.choices[{i}].config: {index} is not a config index")
                 key_data = self.get(ch, "key", dict, f"{what}.choices[{i}]")
-                self.get(key_data, "values", list, f"{what}.choices[{i}].key")
+                for j, form in enumerate(self.get(key_data, "values", list, f"{what}.choices[{i}].key")):
+                    self.constant(form, f"{what}.choices[{i}].key.values[{j}]")
                 dtypes = self.get(key_data, "dtypes", list, f"{what}.choices[{i}].key")
                 if not all(isinstance(d, str) for d in dtypes):
                     self.fail(f"{what}.choices[{i}].key.dtypes: expected dtype names, got {_short(dtypes)}")
@@ -812,6 +828,8 @@ class _Reader:
             for i, r in enumerate(self.get(layer, "records", list, what)):
                 inputs = self.get(r, "inputs", dict, f"{what}.records[{i}]")
                 values = self.get(r, "values", dict, f"{what}.records[{i}]")
+                self.constant(inputs, f"{what}.records[{i}].inputs")
+                self.constant(values, f"{what}.records[{i}].values")
                 if not all(n in names for n in inputs) or values.keys() != computed:
                     self.fail(f"{what}.records[{i}]: inputs must be parameters and values must be {_short(hnames)}")
                 records.append((inputs, values))

@@ -359,6 +359,24 @@ def check_nesting(value, where: str) -> None:
             todo.extend((x, depth + 1) for x in v)
 
 
+def check_data_nesting(data, where: str) -> None:
+    """SpecError where JSON data read from a file (an encoded constant, a compile option, a call
+    form) nests lists deeper than MAX_CONSTANT_DEPTH: the rule check_nesting and encode_constant
+    hold the tuples and lists these stand for to, applied when the file is read, so that nothing
+    read is refused later when a call compares it. Objects add no level ({"tuple": [...]}, an
+    encoded tuple, is one: its list)."""
+    todo = [(data, 0)]
+    while todo:
+        v, depth = todo.pop()
+        if isinstance(v, list):
+            if depth >= MAX_CONSTANT_DEPTH:
+                raise SpecError(f"{where}: tuples and lists nested more than {MAX_CONSTANT_DEPTH} deep (a constant "
+                                "or a compile option may nest at most that deep)")
+            todo.extend((x, depth + 1) for x in v)
+        elif isinstance(v, dict):
+            todo.extend((x, depth) for x in v.values())
+
+
 def bounded(value):
     """The key of a constexpr tuple (or list): refused by check_nesting where it nests too deep to
     hash (hashing recurses in C; a tuple nested a million deep would exhaust its stack), else each
@@ -741,6 +759,7 @@ def _spec_from_json(data) -> LaunchSpec:
         for i, item in enumerate(_field(assumptions, "constexprs", list, w)):
             if not isinstance(item, list) or len(item) != 2:
                 raise SpecError(f"{w}.constexprs[{i}]: expected [path, value]")
+            check_data_nesting(item[1], f"{w}.constexprs[{i}]")
             constants.append((_path_from_json(item[0], len(types), f"{w}.constexprs[{i}]"), item[1]))
         constants = tuple(constants)
         _check_assumption_paths(layout, aligned, constants, w)

@@ -187,3 +187,75 @@ def test_manifest_checks_cost_one_lookup_per_name(small, monkeypatch):
     # one compare per name looked up (about 102 n: the key, kwargs, names, 50 records' inputs and 50
     # calls' args); a list scan per name would be some 50 n * n / 2
     assert len(compared) < 200 * n
+
+
+def _inspect(raw, tmp_path, *args):
+    path = tmp_path / "x.bundle"
+    path.write_bytes(raw)
+    return subprocess.run([sys.executable, "-m", "launcher", "inspect", *args, str(path)], capture_output=True)
+
+
+def _refused_by_inspect(raw, tmp_path, message):
+    """inspect's answer to a bundle load refuses: one line naming the problem, exit status 2."""
+    for fmt in ("text", "json"):
+        p = _inspect(raw, tmp_path, "--format", fmt)
+        lines = p.stderr.decode().splitlines()
+        assert p.returncode == 2 and len(lines) == 1 and re.search(message, lines[0]), (p.returncode, p.stderr)
+        assert b"\x1b" not in p.stdout + p.stderr
+
+
+def _deep(n, leaf=3):
+    for _ in range(n):
+        leaf = [leaf]
+    return leaf
+
+
+def _kernel(m, name):
+    return next(k for k in m["kernels"] if k["name"] == name)
+
+
+_DEEP_FIELDS = {  # where a bundle holds constants, compile options and call forms
+    "variant options": lambda m, d: [v["options"].update(num_stages=d) for v in m["variants"]],
+    "default options": lambda m, d: [v["default_options"].update(num_stages=d) for v in m["variants"]],
+    "param default": lambda m, d: _kernel(m, "bundle_kernels.scale_kernel")["params"][-1].update(default=d),
+    "config kwargs": lambda m, d: _kernel(m, "bundle_kernels.tuned_add")["layers"][0]["configs"][0]["kwargs"]
+    .update(BLOCK=d),
+    "autotune key": lambda m, d: _kernel(m, "bundle_kernels.tuned_add")["layers"][0]["choices"][0]["key"]["values"]
+    .append(d),
+    "heuristics values": lambda m, d: _kernel(m, "bundle_kernels.heuristic_add")["layers"][0]["records"][0]["values"]
+    .update(BLOCK=d),
+    "heuristics inputs": lambda m, d: _kernel(m, "bundle_kernels.heuristic_add")["layers"][0]["records"][0]["inputs"]
+    .update(n=d),
+    "call args": lambda m, d: _kernel(m, "bundle_kernels.scale_kernel")["calls"][0]["args"].update(n=d),
+    "call options": lambda m, d: _kernel(m, "bundle_kernels.scale_kernel")["calls"][0]["options"].update(num_warps=d),
+}
+
+
+@pytest.mark.parametrize("field", sorted(_DEEP_FIELDS))
+def test_options_and_constants_nest_as_deep_as_the_call_allows_no_deeper(captured, field, tmp_path):
+    """A variant option nested 40 lists deep (JSON allows 64, constants 32) was read, then inspect
+    died with a TypeError traceback and every call raised TypeError. One rule
+    (launcher.spec.check_data_nesting, MAX_CONSTANT_DEPTH: what a call's constants may nest) now
+    holds every constant, option and call form a bundle holds, at load."""
+    from launcher import spec as S
+
+    depth = S.MAX_CONSTANT_DEPTH
+    S.check_nesting(_deep(depth), "x")  # a call's own rule: this deep, and no deeper
+    with pytest.raises(TypeError):
+        S.check_nesting(_deep(depth + 1), "x")
+    BF.parse_bundle(reseal(captured, lambda m: _DEEP_FIELDS[field](m, _deep(depth))), "bundle 'b'")
+    bad = reseal(captured, lambda m: _DEEP_FIELDS[field](m, _deep(depth + 1)))
+    refused(bad, f"nested more than {depth} deep")
+    if field == "variant options":
+        _refused_by_inspect(bad, tmp_path, f"options.num_stages: tuples and lists nested more than {depth} deep")
+
+
+def test_a_deep_constexpr_in_a_spec_is_refused_as_an_option_is(captured):
+    from launcher import spec as S
+
+    def spec(symbol, s):
+        if symbol == "add_kernel" and s["assumptions"]["constexprs"]:
+            s["assumptions"]["constexprs"][0][1] = _deep(S.MAX_CONSTANT_DEPTH + 1)
+            return s
+
+    refused(reseal(captured, spec=spec), f"constexprs\\[0\\]: tuples and lists nested more than {S.MAX_CONSTANT_DEPTH}")
