@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import keyword
+import math
 import re
 import struct
 import zlib
@@ -335,6 +336,8 @@ def read_bundle(path) -> BundleData:
         raw = read_regular_file(path, MAX_BUNDLE_BYTES)
     except OSError as e:
         raise BundleError(f"{where}: cannot be read: {e.strerror or e}") from None
+    except ValueError as e:  # os.open's answer to a path no file can have ("embedded null byte")
+        raise BundleError(f"{where}: cannot be read: not a usable path ({e})") from None
     return parse_bundle(raw, where)
 
 
@@ -499,6 +502,12 @@ def _json(raw: bytes, where: str, entry: str):
     def no_constants(name):
         raise ValueError(f"{name} is not JSON")
 
+    def finite(text):  # 1e400 would read as inf: a number no writer wrote
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"the number {text[:40]} is not finite")
+        return value
+
     def no_duplicates(pairs):  # {"version": 2, "version": 1} is not read as either
         keys = [k for k, _ in pairs]
         if len(set(keys)) != len(keys):
@@ -506,7 +515,8 @@ def _json(raw: bytes, where: str, entry: str):
         return dict(pairs)
 
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=no_constants, object_pairs_hook=no_duplicates)
+        data = json.loads(raw.decode("utf-8"), parse_constant=no_constants, parse_float=finite,
+                          object_pairs_hook=no_duplicates)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise BundleError(f"{where}: not valid JSON ({e})", entry) from None
     if _deeper_than(data, _MAX_DEPTH):  # what reads it (types, constants) recurses: no RecursionError later
@@ -564,6 +574,14 @@ class _Reader:
             self.fail(f"{what}.{key}: expected {name}, got {_short(value)}", entry)
         return value
 
+    def text(self, obj, key, what, entry=MANIFEST, optional=False):
+        """A string field that inspect or an error message prints: printable text only (no escape
+        sequences, line breaks or lone surrogates: one rule for every such field)."""
+        value = self.get(obj, key, str, what, entry, optional)
+        if value is not None:
+            check_text(value, f"{what}.{key}", lambda message: self.fail(message, entry))
+        return value
+
     def constant(self, value, what, entry=MANIFEST):
         """`value` (an encoded constant, a compile option, a call form), where it nests no deeper
         than constants may (launcher.spec.check_data_nesting, the one rule)."""
@@ -585,7 +603,7 @@ class _Reader:
 
     def read(self) -> BundleData:
         m = self.manifest
-        writer = self.get(m, "writer", str, "manifest")
+        writer = self.text(m, "writer", "manifest")
         entries = self.get(m, "entries", dict, "manifest")
         listed = set(entries)
         present = set(self.members) - {MANIFEST}
@@ -661,8 +679,8 @@ class _Reader:
         entry = VariantEntry(
             id=vid, kernel=self.get(v, "kernel", str, what), spec=spec, cubin=cubin,
             ptx=texts.get("ptx"), ttgir=texts.get("ttgir"),
-            target=self.get(v, "target", str, what), triton_version=self.get(v, "triton_version", str, what),
-            ptx_isa=self.get(v, "ptx_isa", str, what), ptxas_version=self.get(v, "ptxas_version", str, what),
+            target=self.text(v, "target", what), triton_version=self.text(v, "triton_version", what),
+            ptx_isa=self.text(v, "ptx_isa", what), ptxas_version=self.text(v, "ptxas_version", what),
             options=self.get(v, "options", dict, what), default_options=self.get(v, "default_options", dict, what),
             fence=self.fence(v, what))
         if self.get(v, "symbol", str, what) != spec.kernel:
@@ -671,6 +689,8 @@ class _Reader:
             self.fail(f"{what}.arch: {_short(v['arch'])}, but its spec targets {spec.arch!r}")
         for field in ("options", "default_options"):
             for key, value in getattr(entry, field).items():
+                if not _is_identifier(key):  # a keyword a call passes; messages print it
+                    self.fail(f"{what}.{field}: {_short(key)} is not a compile option name")
                 self.constant(value, f"{what}.{field}.{key}")
         for key, value in entry.options.items():
             if key in ("num_warps", "num_ctas") and value != getattr(spec, key):
@@ -683,7 +703,7 @@ class _Reader:
     def fence(self, v, what):
         record = self.get(v, "fence", dict, what, optional=True)
         if record is not None:
-            self.get(record, "checker", str, f"{what}.fence")
+            self.text(record, "checker", f"{what}.fence")
             self.get(record, "clean", bool, f"{what}.fence")
             if set(record) != {"checker", "clean"}:
                 self.fail(f"{what}.fence: expected the fields checker and clean")
@@ -719,16 +739,13 @@ class _Reader:
 
     # -- kernels --
     def kernel(self, k, what, variants) -> KernelEntry:
-        name = self.get(k, "name", str, what)
+        name = self.text(k, "name", what)
         what = f"kernel {name!r}"
         function = self.get(k, "function", str, what)
         if not _is_identifier(function):
             self.fail(f"{what}.function: {_short(function)} is not a Python name")
-        module = self.get(k, "module", str, what)
-        file = self.get(k, "file", str, what, optional=True)
-        for field, text in (("name", name), ("module", module), ("file", file or "")):
-            if not text.isprintable():  # inspect and error messages print them: no escapes, no line breaks
-                self.fail(f"{what}.{field}: {_short(text)} holds characters that are not printable")
+        module = self.text(k, "module", what)
+        file = self.text(k, "file", what, optional=True)
         line = self.get(k, "line", int, what, optional=True)
         params = []
         listed = self.get(k, "params", list, what)
@@ -781,7 +798,7 @@ class _Reader:
         if has_default:
             self.constant(p["default"], f"{what}.default")
         return Param(name, has_default=has_default, default=p.get("default") if has_default else None,
-                     annotation=self.get(p, "annotation", str, what), **flags)
+                     annotation=self.text(p, "annotation", what), **flags)
 
     def layer(self, layer, what, names: frozenset):
         kind = self.get(layer, "kind", str, what)
@@ -815,6 +832,8 @@ class _Reader:
                 dtypes = self.get(key_data, "dtypes", list, f"{what}.choices[{i}].key")
                 if not all(isinstance(d, str) for d in dtypes):
                     self.fail(f"{what}.choices[{i}].key.dtypes: expected dtype names, got {_short(dtypes)}")
+                for j, dtype in enumerate(dtypes):
+                    check_text(dtype, f"{what}.choices[{i}].key.dtypes[{j}]", self.fail)
                 choices.append((key_data, index))
             return Autotune(tuple(key), tuple(configs), tuple(choices))
         if kind == "heuristics":
@@ -835,6 +854,15 @@ class _Reader:
                 records.append((inputs, values))
             return Heuristics(tuple(hnames), tuple(records))
         self.fail(f"{what}.kind: {_short(kind)} is not one of {', '.join(_LAYER_KINDS)}")
+
+
+def check_text(text: str, what: str, fail) -> None:
+    """The one rule for text a bundle holds that inspect or a message prints (launcher.spec's
+    check_text): printable characters only; fail(message) where it is not."""
+    try:
+        S.check_text(text, what)
+    except S.SpecError as e:
+        fail(str(e))
 
 
 def _short(value) -> str:

@@ -55,7 +55,9 @@ def _unfreeze(ty):
 
 def _signature(k) -> str:
     parts = []
-    for p in k.params:
+    for i, p in enumerate(k.params):
+        if p.keyword_only and (i == 0 or not k.params[i - 1].keyword_only):
+            parts.append("*")  # what follows is keyword-only, as in the kernel's own signature
         text = p.name + (": constexpr" if p.constexpr else (f": {p.annotation}" if p.annotation else ""))
         if p.has_default:
             text += f" = {V._show_constant(p.default)}"

@@ -98,6 +98,12 @@ def __getattr__(name):  # PEP 562: the header's facts, read when first asked for
 
 GLOBAL_SCRATCH, PROFILE_SCRATCH = "<global scratch>", "<profile scratch>"
 
+# Triton's names of element types (triton.language.core.dtype's, as its signatures spell them,
+# 3.6 to 3.9): what a pointer type ("*fp16", "*kfp16" for a const pointer) or a tensor
+# descriptor's element type may name.
+TYPE_NAMES = frozenset(("i1", "u1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "fp16", "bf16",
+                        "fp32", "fp64", "fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16", "void"))
+
 _TENSORDESC = re.compile(r"tensordesc(_im2col)?<([^[>]*)\[([^\]]*)\]")
 
 
@@ -628,11 +634,37 @@ def _in_range(value, lo, hi, where):
     return value
 
 
+def check_text(text: str, where: str) -> None:
+    """The one rule for text read from a file that messages and `inspect` print: printable
+    characters only (str.isprintable: no escape sequences, line breaks or lone surrogates)."""
+    if not text.isprintable():
+        shown = repr(text)
+        raise SpecError(f"{where}: {shown if len(shown) <= 60 else shown[:57] + '...'} holds characters that are "
+                        "not printable")
+
+
+def pointer_type_ok(ty: str) -> bool:
+    """Whether `ty` is a pointer type Triton writes: "*", or "*k" for a const pointer, then an
+    element type of TYPE_NAMES (or another pointer type)."""
+    return _POINTER_TYPE.fullmatch(ty) is not None
+
+
+_POINTER_TYPE = re.compile(r"(?:\*k?)+(?:" + "|".join(sorted(TYPE_NAMES)) + ")")  # no type name starts with k
+
+
 def _types_from_json(ty, where):
     if isinstance(ty, list):
         return tuple(_types_from_json(t, f"{where}[{i}]") for i, t in enumerate(ty))
     if not isinstance(ty, str):
         raise SpecError(f"{where}: a type must be a string or a list, got {ty!r}")
+    check_text(ty, where)
+    if ty.startswith("*") and not pointer_type_ok(ty):
+        raise SpecError(f"{where}: {ty!r} is not a pointer type (a '*' and one of Triton's type names: "
+                        f"{', '.join(sorted(TYPE_NAMES))})")
+    if ty.startswith("tensordesc"):
+        m = _TENSORDESC.match(ty)
+        if m and m.group(2) not in TYPE_NAMES:
+            raise SpecError(f"{where}: {ty!r} names no Triton element type")
     return ty
 
 
@@ -672,10 +704,12 @@ def _spec_from_json(data) -> LaunchSpec:
     if type(data.get("version")) is not int or data.get("version") != SPEC_VERSION:  # not true, not 1.0
         raise SpecError(f"{where}.version: this launcher reads version {SPEC_VERSION}, got {data.get('version')!r}")
     kernel = _field(data, "kernel", str, where)
+    check_text(kernel, f"{where}.kernel")
     args = _field(data, "args", list, where)
     names, types = [], []
     for i, a in enumerate(args):
         names.append(_field(a, "name", str, f"{where}.args[{i}]"))
+        check_text(names[-1], f"{where}.args[{i}].name")
         types.append(_types_from_json(_field(a, "type", object, f"{where}.args[{i}]"), f"{where}.args[{i}].type"))
     conv = _field(data, "conventions", dict, where)
     fields = {f.name for f in dataclasses.fields(Conventions)}

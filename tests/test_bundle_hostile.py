@@ -259,3 +259,71 @@ def test_a_deep_constexpr_in_a_spec_is_refused_as_an_option_is(captured):
             return s
 
     refused(reseal(captured, spec=spec), f"constexprs\\[0\\]: tuples and lists nested more than {S.MAX_CONSTANT_DEPTH}")
+
+
+# ---- text that inspect and messages print ----
+_ESC = "\x1b[2J\x1b[31mINJECTED\x1b[0m\nfake line"
+
+
+def _first_pointer(symbol, s, text):
+    if s["args"][0]["type"].startswith("*"):
+        s["args"][0]["type"] = s["params"][0]["type"] = "*fp32" + text
+        return s
+
+
+_TEXT_FIELDS = {  # field -> (edit(manifest, text) or None, edit of a spec or None, what the refusal names)
+    "writer": (lambda m, t: m.update(writer="launcher " + t), None, r"manifest\.writer"),
+    "target": (lambda m, t: m["variants"][0].update(target="sm_90a" + t), None, r"\.target"),
+    "triton_version": (lambda m, t: m["variants"][0].update(triton_version="3.6" + t), None, r"\.triton_version"),
+    "ptx_isa": (lambda m, t: m["variants"][0].update(ptx_isa="8.7" + t), None, r"\.ptx_isa"),
+    "ptxas_version": (lambda m, t: m["variants"][0].update(ptxas_version="12" + t), None, r"\.ptxas_version"),
+    "annotation": (lambda m, t: m["kernels"][0]["params"][0].update(annotation=t), None, r"params\[0\]\.annotation"),
+    "autotune dtype": (lambda m, t: _kernel(m, "bundle_kernels.tuned_add")["layers"][0]["choices"][0]["key"]["dtypes"]
+                       .append("fp32" + t), None, r"key\.dtypes\[\d+\]"),
+    "option name": (lambda m, t: m["variants"][0]["options"].update({"num" + t: 1}), None, "not a compile option name"),
+    "spec pointer type": (None, _first_pointer, r"args\[0\]\.type"),
+}
+
+
+@pytest.mark.parametrize("text", [_ESC, "\ud800"], ids=["escapes", "surrogate"])
+@pytest.mark.parametrize("field", sorted(_TEXT_FIELDS))
+def test_text_inspect_prints_is_printable_or_refused(captured, field, text, tmp_path):
+    """writer, target, versions, annotations, autotune dtypes, spec types ("*" + anything was
+    planned as a pointer) were printed raw by inspect: escape sequences reached the terminal, and a
+    lone surrogate made inspect die with UnicodeEncodeError. One rule (launcher.spec.check_text)
+    now holds every such field at load: a BundleError naming it; inspect: one line, exit 2."""
+    manifest, spec, names = _TEXT_FIELDS[field]
+    raw = reseal(captured, manifest and (lambda m: manifest(m, text)), spec and (lambda k, s: spec(k, s, text)))
+    e = refused(raw, names)
+    assert re.search("holds characters that are not printable|not a compile option name|not a pointer type", str(e))
+    _refused_by_inspect(raw, tmp_path, names)
+
+
+def test_pointer_types_are_triton_type_names(captured):
+    from launcher import spec as S
+
+    for ty in ("*fp32", "*kfp16", "*i1", "*u64", "*fp8e4nv", "**fp32", "*bf16"):
+        assert S.pointer_type_ok(ty), ty
+    for ty in ("*", "*k", "*fp32x", "*float", "*kk", "* fp32"):
+        assert not S.pointer_type_ok(ty), ty
+        refused(reseal(captured, spec=lambda k, s: _first_pointer(k, s, "") and (
+            s["args"][0].update(type=ty), s["params"][0].update(type=ty)) and s), "is not a pointer type")
+
+
+def test_non_finite_numbers_and_unusable_paths_are_bundle_errors(captured, tmp_path):
+    raw = reseal(captured, lambda m: m["variants"][0]["options"].update(num_stages=1.5))
+    members = BC.members_of(raw)
+    members[BF.MANIFEST] = members[BF.MANIFEST].replace(b'"num_stages":1.5', b'"num_stages":1e400', 1)
+    refused(BC.zip_members(members), "the number 1e400 is not finite")
+    for path in ("a\0b.bundle", b"a\0b.bundle"):
+        with pytest.raises(BundleError, match="not a usable path"):
+            launcher.load_bundle(path)
+
+
+def test_inspect_marks_keyword_only_parameters(tmp_path):
+    from launcher import bundle_inspect as BI
+
+    params = (BF.Param("x"), BF.Param("BLOCK", constexpr=True, keyword_only=True),
+              BF.Param("scale", constexpr=True, keyword_only=True, has_default=True, default=2))
+    k = BF.KernelEntry("m.kw", "kw", "m", None, None, params, ())
+    assert BI._signature(k) == "kw(x, *, BLOCK: constexpr, scale: constexpr = 2)"
