@@ -698,6 +698,10 @@ class _Reader:
         if _variant_id(self.members[spec_name], cubin) != vid:
             self.fail(f"{what}: the id is not the hash of its spec and cubin", spec_name)
         self.check_cubin(spec, cubin, cubin_name)
+        if entry.ptx is not None:
+            problem = ptx_param_problem(spec, entry.ptx)
+            if problem:
+                self.fail(f"the spec contradicts the kernel's PTX: {problem}", files["ptx"])
         return entry
 
     def fence(self, v, what):
@@ -854,6 +858,67 @@ class _Reader:
                 records.append((inputs, values))
             return Heuristics(tuple(hnames), tuple(records))
         self.fail(f"{what}.kind: {_short(kind)} is not one of {', '.join(_LAYER_KINDS)}")
+
+
+# How Triton (3.6 to 3.9) declares each kind of kernel parameter in PTX: ints of every width as
+# .u8/.u16/.u32/.u64 (i1 as .u8), fp32 and fp64 as .f32/.f64, fp16 and bf16 as 2-byte .b8
+# arrays, pointers as .u64 (.ptr .global), TMA descriptors as 128-byte .b8 arrays. A spec type is
+# held to the class of its declaration and its size: an fp32 parameter retyped i32 (same size)
+# would pack an int's bytes where the kernel reads a float.
+_PTX_TYPE = re.compile(r"\.([usbf])(8|16|32|64)")
+_PTX_NAME = re.compile(r"[\w$]+(?:\[(\d{1,6})\])?")
+_PTX_OTHER = frozenset((".align", ".ptr", ".global", ".const", ".shared", ".local"))
+
+
+def _ptx_decl(decl: str):
+    """(class letter, bits, array count or 0) of one `.param` declaration, or None: read token by
+    token (a regular expression over a crafted declaration could backtrack)."""
+    tokens = decl.split()
+    if len(tokens) < 3 or tokens[0] != ".param":
+        return None
+    name = _PTX_NAME.fullmatch(tokens[-1])
+    types = [t for t in tokens[1:-1] if _PTX_TYPE.fullmatch(t)]
+    if name is None or len(types) != 1 or not all(t in _PTX_OTHER or t.isdigit() or t == types[0]
+                                                  for t in tokens[1:-1]):
+        return None
+    kind, bits = _PTX_TYPE.fullmatch(types[0]).groups()
+    return kind, int(bits), int(name.group(1) or 0)
+
+
+def _ptx_accepts(param, kind, bits, count) -> bool:
+    size = bits // 8 * (count or 1)
+    if param.kind == S.POINTER:
+        return kind in "usb" and size == 8 and not count
+    if param.kind == S.TENSORMAP:
+        return kind == "b" and size == 128 and bool(count)
+    if param.type in S.INT_RANGES:
+        return kind in "usb" and size == param.size and not count
+    if param.type in ("fp16", "bf16"):
+        return size == 2 and (kind in "bf")
+    return kind in "bf" and size == param.size and not count  # fp32, fp64
+
+
+def ptx_param_problem(spec, ptx: str):
+    """Where the spec's parameters contradict the `.param` list of the kernel's `.entry` in its
+    PTX (count, or a type's class or size: Triton's declarations, above), in words; None where
+    they agree. Linear in the PTX's length."""
+    m = re.search(r"\.entry\s+" + re.escape(spec.kernel) + r"\s*\(", ptx)
+    if m is None:
+        return f"it has no .entry {spec.kernel}"
+    end = ptx.find(")", m.end())
+    if end < 0:
+        return f"the parameter list of .entry {spec.kernel} does not end"
+    body = ptx[m.end():end]
+    decls = [d.strip() for d in body.split(",")] if body.strip() else []
+    if len(decls) != len(spec.params):
+        return f".entry {spec.kernel} declares {len(decls)} parameters, the spec packs {len(spec.params)}"
+    for i, (param, decl) in enumerate(zip(spec.params, decls)):
+        d = _ptx_decl(decl)
+        if d is None or not _ptx_accepts(param, *d):
+            shown = " ".join(decl.split())
+            return (f"parameter {i} ({spec.param_name(i)}) is {param.type} in the spec, declared "
+                    f"{shown[:80]!r} in the PTX")
+    return None
 
 
 def check_text(text: str, what: str, fail) -> None:

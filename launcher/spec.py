@@ -668,6 +668,10 @@ def _types_from_json(ty, where):
     return ty
 
 
+# The fields of Triton's tensordesc_meta entries (3.6 to 3.9: is_im2col from 3.9)
+_META_KEYS = frozenset(("block_size", "elem_size", "elem_type", "fp4_padded", "is_im2col", "swizzle"))
+
+
 def _path_from_json(p, arity, where):
     if not isinstance(p, list) or not p or not all(type(i) is int and i >= 0 for i in p) or p[0] >= arity:
         raise SpecError(f"{where}: {p!r} is not an argument path")
@@ -720,8 +724,19 @@ def _spec_from_json(data) -> LaunchSpec:
     for i, m in enumerate(metas):
         if not isinstance(m, dict):
             raise SpecError(f"{where}.tensordesc_meta[{i}]: expected an object")
-        for key in ("swizzle", "elem_size", "elem_type"):
-            _field(m, key, int, f"{where}.tensordesc_meta[{i}]")
+        w = f"{where}.tensordesc_meta[{i}]"
+        extra = set(m) - _META_KEYS
+        if extra:
+            raise SpecError(f"{w}: unknown fields {sorted(extra)!r} (it holds {', '.join(sorted(_META_KEYS))})")
+        _in_range(_field(m, "swizzle", int, w), 0, 6, f"{w}.swizzle")  # CUtensorMapSwizzle
+        if _field(m, "elem_size", int, w) not in (1, 2, 4, 8):
+            raise SpecError(f"{w}.elem_size: {m['elem_size']!r} bytes is not 1, 2, 4 or 8")
+        _in_range(_field(m, "elem_type", int, w), 0, 15, f"{w}.elem_type")  # Triton's TMA element types
+        for key in ("fp4_padded", "is_im2col"):
+            if key in m:
+                _field(m, key, bool, w)
+        if m.get("is_im2col"):
+            raise SpecError(f"{w}.is_im2col: im2col tensor descriptors are not supported")
         block = _field(m, "block_size", list, f"{where}.tensordesc_meta[{i}]")
         if not 1 <= len(block) <= 5 or not all(type(b) is int and 0 < b <= 256 for b in block):
             raise SpecError(f"{where}.tensordesc_meta[{i}].block_size: {block!r} is not 1 to 5 sizes in [1, 256]")
