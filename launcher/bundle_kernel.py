@@ -33,10 +33,11 @@ from launcher import _call, allocation, codegen, driver
 from launcher import bundle_format as BF
 from launcher import spec as S
 from launcher import variants as V
-from launcher.arguments import check_header, grid3, stream_handle
+from launcher.arguments import check_header, flat_values, grid3, stream_handle
 from launcher.cuda_launcher import CudaLauncher
 from launcher.devices import torch_device_getter
 from launcher.fence_hook import fence_policy
+from launcher.tensormap import decomposer
 from launcher.specialization import (DIVISIBILITY_MASK, INT_KEYS, _tensordesc_type, array_interface, divisible,
                                      int_key, item_key)
 
@@ -230,6 +231,11 @@ class _Entry:
         return self.kernel.grid3(grid, args)
 
 
+def _unencoded(desc):
+    """A TMA-lowered descriptor's parameters as the packer checks them, the map itself not encoded."""
+    return (bytes(128), *desc.shape, *desc.strides)
+
+
 def _declined(*args):
     """The C launch of a variant that has none (CudaLauncher.flat_launch): every call declines."""
     return False
@@ -267,6 +273,7 @@ class BundleKernel:
         self._functions = {}  # (variant id, device) -> CUfunction
         self._modules = []  # modules this kernel holds in launcher.module_cache()
         self._archs = {}  # device -> compute capability
+        self._checkers = {}  # variant id -> (its spec under the kernel's name, encoders that check only)
         archs = {v.spec.arch for v in variants}
         self._only_arch = archs.pop() if len(archs) == 1 else None  # where every variant is for one architecture
         self._finalizer = weakref.finalize(self, _release, self._modules)
@@ -406,7 +413,24 @@ class BundleKernel:
         for i, v in enumerate(values):
             if v is V.MISSING:  # a constexpr the variant decides (an autotune config chosen in part)
                 values[i] = V.decode_constant(constants.get((i,)))
+        self._check_values(variant, values)
         return variant, values
+
+    def _check_values(self, variant, values):
+        """The packer's own checks of the arguments (launcher.arguments.flat_values: counts, types,
+        ranges: a pointer in [0, 2**64), an fp32 that fits), made when the variant is chosen, before
+        the driver is asked for anything, naming the kernel by its qualified name. Tensor
+        descriptors are checked but not encoded (encoding a TMA map asks the driver)."""
+        checker = self._checkers.get(variant.id)
+        if checker is None:
+            spec = variant.spec.derive(kernel=self.name)
+            encoders = {}
+            for path, a in S.leaves(spec.args):
+                if a.kind == "tensordesc":
+                    encoders[path] = (_unencoded if a.desc.tma is not None else
+                                      decomposer(spec.conventions.tensordesc_tf32_flag, a.desc.ndim))
+            checker = self._checkers[variant.id] = (spec, encoders)
+        flat_values(checker[0], addresses(values), checker[1])
 
     def choose(self, *, arch=None):
         """`k.choose(arch=90)(*args, **kwargs)`: the variant (launcher.variants.Variant) a call
@@ -456,11 +480,28 @@ class BundleKernel:
             found = self._prepare(args, options, None)
         except V.AmbiguousVariantError:  # variants of several architectures may fit alike: the device's decides
             found = None
+            self._check_every_arch(args, options)
         device = _current_device()
         arch = self._arch(device)
         if found is None or arch != self._only_arch:
             found = self._prepare(args, options, arch)
         return (device, *found)
+
+    def _check_every_arch(self, args, options):
+        """Where variants of several architectures fit a call alike: the arguments' own errors
+        (the packer's, as _check_values makes them) before the device is asked, where the
+        variant of every architecture would refuse them."""
+        errors = []
+        for arch in sorted({v.spec.arch for v in self._variants}):
+            try:
+                self._prepare(args, options, arch)
+                return  # one architecture takes the call: the device decides
+            except V.NoVariantError:
+                continue
+            except (TypeError, ValueError, OverflowError) as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
 
     def _slow(self, grid, stream, args, options, key):
         """The first call of a key (or one with options or without a key): choose, check the

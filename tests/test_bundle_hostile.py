@@ -327,3 +327,115 @@ def test_inspect_marks_keyword_only_parameters(tmp_path):
               BF.Param("scale", constexpr=True, keyword_only=True, has_default=True, default=2))
     k = BF.KernelEntry("m.kw", "kw", "m", None, None, params, ())
     assert BI._signature(k) == "kw(x, *, BLOCK: constexpr, scale: constexpr = 2)"
+
+
+# ---- a spec that contradicts its kernel ----
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "corpus.bundle"
+    BC.export_corpus(str(path))
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("elem_type", 99, r"elem_type: 99 is out of range \[0, 15\]"),
+    ("swizzle", 7, r"swizzle: 7 is out of range"),
+    ("elem_size", 3, r"elem_size: 3 bytes is not 1, 2, 4 or 8"),
+    ("shuffle", 1, r"unknown fields \['shuffle'\]"),
+    ("is_im2col", True, r"im2col tensor descriptors are not supported"),
+])
+def test_tensor_map_metadata_is_range_checked_at_load(corpus, key, value, message):
+    """elem_type 99 was read, then a call died with a bare KeyError from launcher.tensormap."""
+    def spec(symbol, s):
+        if s["tensordesc_meta"]:
+            s["tensordesc_meta"][0][key] = value
+            return s
+
+    refused(reseal(corpus, spec=spec), r"tensordesc_meta\[0\]\." * 0 + message)
+
+
+def test_a_spec_type_the_ptx_contradicts_is_refused(small):
+    """tuple_kernel's `scale` (PTX .param .f32) retyped i32 (same size) was read, and a call packed
+    the int 2 where the kernel reads a float. Each parameter's type is held to its PTX
+    declaration: class (.f32 / .u32 ...) and size."""
+    def retype(old, new):
+        def spec(symbol, s):
+            if symbol == "tuple_kernel":
+                i = [a["name"] for a in s["args"]].index("scale")
+                assert s["args"][i]["type"] == old
+                s["args"][i]["type"] = new
+                for p in s["params"]:
+                    if p["name"] == "scale":
+                        p["type"] = new
+                return s
+        return spec
+
+    e = refused(reseal(small, spec=retype("fp32", "i32")),
+                r"the spec contradicts the kernel's PTX: parameter \d+ \(scale\) is i32 in the spec, declared "
+                r"'\.param \.f32 tuple_kernel_param_\d+' in the PTX")
+    assert e.entry.endswith("kernel.ptx")
+    refused(reseal(small, spec=retype("fp32", "u32")), "contradicts the kernel's PTX")
+
+
+def test_every_type_triton_declares_agrees_with_its_ptx(corpus):
+    """What this Triton (3.6 to 3.9) declares for each type: the corpus's kernels, of every scalar
+    type, pointers, tuples, host descriptors (TMA-lowered and decomposed), compiled here."""
+    data = BF.parse_bundle(corpus, "bundle 'b'")
+    types = set()
+    for v in data.variants.values():
+        assert v.ptx is not None and BF.ptx_param_problem(v.spec, v.ptx) is None
+        types.update(p.type for p in v.spec.params)
+    assert types >= {"i1", "u1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "fp16", "bf16", "fp32",
+                     "fp64", "nvTmaDesc", "*fp16", "*fp32", "*i8"}, types
+
+
+def test_a_crafted_ptx_declaration_is_read_in_linear_time():
+    from launcher import spec as S
+
+    spec = S.layout_for(["*fp32"], tf32_flag=True)
+    decl = ".param" + " .u64 .ptr" * 200_000 + " x y"
+    ls = S.LaunchSpec("k", ("x",), spec, num_warps=1)
+    assert "declared" in BF.ptx_param_problem(ls, f".entry k({decl}, .param .u64 a, .param .u64 b)")
+
+
+# ---- arguments out of range: refused before the driver is asked anything ----
+class _T:
+    def __init__(self, address, dtype="fp32"):
+        self.address, self.dtype = address, dtype
+
+    def data_ptr(self):
+        return self.address
+
+
+@pytest.mark.parametrize("case", ["x_ptr=-16", "x_ptr=2**64", "data_ptr()=-32", "fp32 1e300", "fp32 1e39"])
+def test_out_of_range_arguments_are_refused_before_any_driver_call(captured, case, tmp_path, monkeypatch):
+    """A pointer -16 or 2**64, a data_ptr() out of [0, 2**64) or an fp32 of 1e300 passed the
+    variant choice; the call then asked the driver for the device and its capability and loaded
+    the cubin before packing refused them. The packer's own checks (arguments.flat_values) now run
+    when the variant is chosen, naming the kernel by its qualified name."""
+    from launcher import bundle_kernel as BK
+    from launcher import driver, modules
+
+    asked = []
+    monkeypatch.setattr(BK, "_current_device", lambda: asked.append("current_device") or 0)
+    monkeypatch.setattr(driver, "device_capability", lambda d: asked.append("device_capability") or (9, 0))
+    monkeypatch.setattr(modules, "module_cache", lambda: asked.append("module_cache") or None)
+    path = tmp_path / "c.bundle"
+    path.write_bytes(captured)
+    b = launcher.load_bundle(path)
+    add, scale = b["kernels.add_kernel"], b["bundle_kernels.scale_kernel"]
+    P = [0x7F0000001000 + 0x100000 * i for i in range(3)]
+    kernel, args, kwargs, name = {
+        "x_ptr=-16": (add, (-16, _T(P[1]), _T(P[2]), 4096), {"BLOCK": 1024}, "x_ptr"),
+        "x_ptr=2**64": (add, (2**64, _T(P[1]), _T(P[2]), 4096), {"BLOCK": 1024}, "x_ptr"),
+        "data_ptr()=-32": (add, (_T(-32), _T(P[1]), _T(P[2]), 4096), {"BLOCK": 1024}, "x_ptr"),
+        "fp32 1e300": (scale, (_T(P[0]), _T(P[1]), 4096, 1, 1e300), {}, "scale"),
+        "fp32 1e39": (scale, (_T(P[0]), _T(P[1]), 4096, 1, 1e39), {}, "scale"),
+    }[case]
+    with pytest.raises(OverflowError, match=f"kernel '{re.escape(kernel.name)}': parameter '{name}'"):
+        kernel[(4,)](*args, **kwargs)
+    # what is left: the key of the call reads the current device (the C call's and the generated
+    # call's lookup), before any argument is checked
+    assert "device_capability" not in asked and "module_cache" not in asked, asked
+    with pytest.raises(OverflowError, match=f"kernel '{re.escape(kernel.name)}': parameter '{name}'"):
+        kernel.dry_run((4,), arch=90)(*args, **kwargs)
