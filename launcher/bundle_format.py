@@ -588,8 +588,10 @@ class _Reader:
         try:
             S.check_data_nesting(value, what)
         except S.SpecError as e:
-            self.fail(str(e), entry)
-        return value
+            problem = str(e)
+        else:
+            return value
+        self.fail(problem, entry)  # outside the except: the refusal is not chained to the SpecError
 
     def check_header(self):
         m = self.manifest
@@ -926,8 +928,10 @@ def check_text(text: str, what: str, fail) -> None:
     check_text): printable characters only; fail(message) where it is not."""
     try:
         S.check_text(text, what)
+        return
     except S.SpecError as e:
-        fail(str(e))
+        problem = str(e)
+    fail(problem)  # outside the except: the refusal is not chained to the SpecError
 
 
 def _short(value) -> str:
