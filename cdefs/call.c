@@ -1636,6 +1636,12 @@ typedef struct {
     PyObject *last;  /* (key, entry) of the last key found, or NULL */
     PyObject **last_items;  /* that key's items (borrowed from it), heads + 2n of them: set with `last` */
     PyObject *last_call;  /* the GuardCall gcl_new made last (kernel[grid] of the same grid object is it again), or NULL */
+    /* who is in charge of a guarded kernel's call (optional parts of the hit): the guard's run (set_call), which
+     * kernel[grid] calls only while it is the kernel's run; the run the guard put on the kernel's class (a hit
+     * only while the class's run is still it); Triton's driver config and the active driver the device and
+     * stream getters came from (a hit only while that driver is still active); Triton's JITCallable class */
+    PyObject *run, *class_run, *driver_config, *active, *driver_plain, *jit_callable;
+    PyObject *left;  /* left(entry, device, grid, bound): the launch of what a grid callable left in its arguments, or NULL */
     /* the call (set_call): all set, or none */
     PyObject *general, *keywords, *defaults, *never_class, *kname;
     Py_ssize_t never;  /* the parameter whose argument of class never_class goes to the general path, or -1 */
@@ -1645,6 +1651,7 @@ typedef struct {
 } GuardKey;
 
 static PyObject *s_hash, *s_device_caches, *s_pre_run_hooks, *s_stages, *s_used_globals, *s_launch_failed;
+static PyObject *s_active, *s_cache_key, *s_grid, *s_warmup, *s_run;
 static PyTypeObject *flat_type;  /* launcher._call.FlatLaunch: its launch is called directly */
 static unsigned long long guard_hit_count;
 
@@ -1866,6 +1873,53 @@ static PyObject *gk_item_key(GuardKey *self, const gk_param *p, PyObject *v, int
  * are left); or -1 with an error (no items left).  values[i] gets a new reference to a tensor
  * argument's data_ptr() (NULL for other arguments: the launch value is the argument); the caller
  * releases them, also after an error. */
+/* The key of a JIT function passed as an argument (a Triton JITCallable), the one rule for it: its cache_key, as
+ * Triton's cache key takes it (compute_cache_key puts each JITCallable's cache_key in its place, so a function
+ * whose source changed makes another key): the `hash` it holds once cache_key has been read (a str; None again
+ * after _unsafe_update_src), else cache_key itself, which computes it.  A new reference, NULL with an error. */
+static PyObject *jit_key(PyObject *fn) {
+    PyObject *h = PyObject_GetAttr(fn, s_hash);
+    if (!h) return NULL;
+    if (PyUnicode_CheckExact(h)) return h;
+    Py_DECREF(h);
+    return PyObject_GetAttr(fn, s_cache_key);
+}
+
+static PyObject *mod_jit_key(PyObject *module, PyObject *fn) {
+    return jit_key(fn);
+}
+
+/* Whether the guard is in charge of its kernel's call, besides being in front of it (live): 0 where it is; 1
+ * where the kernel's class's run is no longer the run the guard put there (other code put its own there since:
+ * that code runs first, and the guard beneath it); 2 where Triton's active driver is no longer the one the
+ * guard's device and stream getters came from (the guard is out of date); -1 with an error. */
+static int gk_in_charge(GuardKey *self) {
+    if (!self->jit) return 0;
+    if (self->class_run) {
+        PyObject *r = PyObject_GetAttr((PyObject *)Py_TYPE(self->jit), s_run);
+        if (!r) return -1;
+        int same = r == self->class_run;
+        Py_DECREF(r);
+        if (!same) return 1;
+    }
+    if (self->driver_config) {
+        PyObject *d = plain_dict(self->driver_config, self->driver_plain);
+        if (!d && PyErr_Occurred()) return -1;
+        PyObject *a = attr_of(self->driver_config, d, s_active);
+        Py_XDECREF(d);
+        if (!a) return -1;
+        int same = a == self->active;
+        Py_DECREF(a);
+        if (!same) return 2;
+    }
+    return 0;
+}
+
+static PyObject *gk_in_charge_py(PyObject *op, PyObject *unused) {
+    int r = gk_in_charge((GuardKey *)op);
+    return r < 0 ? NULL : PyLong_FromLong(r);
+}
+
 static int gk_items(GuardKey *self, PyObject *const *heads, PyObject *const *args, PyObject **items, PyObject **values,
                     PyObject **nokey) {
     t_call tc = {NULL, NULL};  /* the tensor class's reads, asked once per call */
@@ -1880,6 +1934,8 @@ static int gk_items(GuardKey *self, PyObject *const *heads, PyObject *const *arg
             k = Py_NewRef((PyObject *)cls);
             if (p->mode == GK_CONSTEXPR && p->table && PyTuple_Check(a)) {  /* bounded before anything hashes it */
                 if (!(d = PyObject_CallFunctionObjArgs(p->table, a, NULL))) { Py_DECREF(k); goto error; }
+            } else if (p->mode == GK_CONSTEXPR && self->jit_callable && PyObject_TypeCheck(a, (PyTypeObject *)self->jit_callable)) {
+                if (!(d = jit_key(a))) { Py_DECREF(k); goto error; }
             } else {
                 d = Py_NewRef(a);
             }
@@ -2066,6 +2122,19 @@ static PyObject *flat_call(PyObject *flat, PyObject *function, PyObject *stream,
     return st;
 }
 
+/* Whether `bound` (the dict of the arguments by name a grid callable was given) no longer holds exactly args
+ * under names, in that order (the callable wrote into it). */
+static int bound_changed(PyObject *bound, PyObject *names, PyObject *const *args, Py_ssize_t n) {
+    if (!PyDict_CheckExact(bound) || PyDict_Size(bound) != n) return 1;
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(bound, &pos, &k, &v)) {
+        if (k != PyTuple_GetItem(names, i) || v != args[i]) return 1;
+        i++;
+    }
+    return 0;
+}
+
 /* The launch of a hit whose entry holds: 0 launched, -1 with an error. */
 static int gk_launch(GuardKey *self, PyObject *entry, PyObject *device, PyObject *grid, PyObject *const *args,
                      PyObject **values, PyObject *jd) {
@@ -2085,6 +2154,17 @@ static int gk_launch(GuardKey *self, PyObject *entry, PyObject *device, PyObject
             if (PyDict_SetItem(bound, PyTuple_GetItem(self->names, i), args[i]) < 0) Py_CLEAR(bound);
         if (!bound) return -1;
         g = PyObject_CallFunctionObjArgs(grid, bound, NULL);
+        if (g && self->left && bound_changed(bound, self->names, args, n)) {
+            /* the grid wrote into its arguments: Triton's run launches what it left there (left() does, as the
+             * general path does) */
+            PyObject *k = PyObject_CallFunctionObjArgs(self->left, entry, device, g, bound, NULL);
+            Py_DECREF(bound);
+            Py_DECREF(g);
+            if (!k) return -1;
+            Py_DECREF(k);
+            guard_hit_count++;
+            return 0;
+        }
         Py_DECREF(bound);
         if (!g) return -1;
     } else {
@@ -2224,6 +2304,14 @@ decline:
 
 static PyObject *gk_hit_bound(GuardKey *self, PyObject *grid, PyObject *const *arguments) {
     if (!self->jit) Py_RETURN_NOTIMPLEMENTED;
+    int charge = gk_in_charge(self);
+    if (charge != 0) {  /* the general path asks again, and sends the call where it belongs */
+        if (charge < 0) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+            PyErr_Clear();
+        }
+        Py_RETURN_NOTIMPLEMENTED;
+    }
     PyObject *jd = plain_dict(self->jit, self->plain), *result;  /* the kernel's attributes, read once for the hit */
     if (!jd && PyErr_Occurred()) {  /* the general path reads them again, and raises */
         if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
@@ -2468,14 +2556,16 @@ static PyObject *gk_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs, 
     return gk_call_bound((GuardKey *)op, args[0], args + 1, nargs - 1, kwnames);
 }
 
-/* set_call(general, keywords, defaults, never, name): what the call needs besides the hit
- * (above); keywords, defaults: bind_args' ({name: index}, one tuple of at most one item per
- * parameter); never: (parameter index, class) or None; name: the kernel's, for errors. */
+/* set_call(general, keywords, defaults, never, name, run=None): what the call needs besides the
+ * hit (above); keywords, defaults: bind_args' ({name: index}, one tuple of at most one item per
+ * parameter); never: (parameter index, class) or None; name: the kernel's, for errors; run: the
+ * guard's run, which kernel[grid] (a GuardCall) calls only while it is the kernel's run. */
 static PyObject *gk_set_call(PyObject *op, PyObject *args) {
     GuardKey *self = (GuardKey *)op;
-    PyObject *general, *keywords, *defaults, *never, *kname, *never_class = NULL;
+    PyObject *general, *keywords, *defaults, *never, *kname, *never_class = NULL, *run = Py_None;
     Py_ssize_t never_at = -1;
-    if (!PyArg_ParseTuple(args, "OO!O!OU", &general, &PyDict_Type, &keywords, &PyTuple_Type, &defaults, &never, &kname))
+    if (!PyArg_ParseTuple(args, "OO!O!OU|O", &general, &PyDict_Type, &keywords, &PyTuple_Type, &defaults, &never, &kname,
+                          &run))
         return NULL;
     if (!self->jit || !PyCallable_Check(general) || !PyDict_CheckExact(keywords) || !PyTuple_CheckExact(defaults)) {
         PyErr_SetString(PyExc_TypeError, "GuardKey.set_call: a hit, a callable, a dict and a tuple");
@@ -2496,6 +2586,7 @@ static PyObject *gk_set_call(PyObject *op, PyObject *args) {
     replace_ref(&self->defaults, Py_NewRef(defaults));
     replace_ref(&self->never_class, never_class ? Py_NewRef(never_class) : NULL);
     replace_ref(&self->kname, Py_NewRef(kname));
+    replace_ref(&self->run, run == Py_None ? NULL : Py_NewRef(run));
     self->never = never_at;
     Py_RETURN_NONE;
 }
@@ -2524,9 +2615,50 @@ typedef struct {
 
 static PyTypeObject *guard_call_type, *guard_key_type;  /* held by the module */
 
+/* The kernel's run where it is no longer the guard's (its user set one of its own since kernel[grid] was
+ * taken, or the guard was taken away): 1 with *run (a new reference), 0 where the guard's run is still the
+ * kernel's (or no run was set: a bundle's call), -1 with an error (reading it failed, as Triton's would). */
+static int gcl_other_run(GuardKey *gk, PyObject **run) {
+    *run = NULL;
+    if (!gk->run || !gk->jit) return 0;
+    PyObject *jd = plain_dict(gk->jit, gk->plain);
+    if (!jd && PyErr_Occurred()) return -1;
+    PyObject *r = attr_of(gk->jit, jd, s_run);
+    Py_XDECREF(jd);
+    if (!r) return -1;
+    if (r == gk->run) { Py_DECREF(r); return 0; }
+    *run = r;
+    return 1;
+}
+
+/* kernel[grid](*args, **kwargs): the guard's call while its run is the kernel's; else, as Triton's kernel[grid]
+ * calls it, run(*args, grid=grid, warmup=False, **kwargs) of the kernel's run now. */
+static PyObject *gcl_dispatch(GuardCall *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *run;
+    int r = gcl_other_run((GuardKey *)self->gk, &run);
+    if (r < 0) return NULL;
+    if (!r) return gk_call_bound((GuardKey *)self->gk, self->grid, args, nargs, kwnames);
+    Py_ssize_t nkw = kwnames ? PyTuple_Size(kwnames) : 0;
+    PyObject *argv = PyTuple_New(nargs), *kw = PyDict_New(), *result = NULL;
+    for (Py_ssize_t i = 0; argv && i < nargs; i++) PyTuple_SetItem(argv, i, Py_NewRef(args[i]));
+    for (Py_ssize_t k = 0; kw && k < nkw; k++) {
+        PyObject *name = PyTuple_GetItem(kwnames, k);
+        if (PyUnicode_Compare(name, s_grid) == 0 || PyUnicode_Compare(name, s_warmup) == 0) {  /* as the lambda's call */
+            PyErr_Format(PyExc_TypeError, "run() got multiple values for keyword argument '%U'", name);
+            Py_CLEAR(kw);
+        } else if (PyDict_SetItem(kw, name, args[nargs + k]) < 0) {
+            Py_CLEAR(kw);
+        }
+    }
+    if (argv && kw && PyDict_SetItem(kw, s_grid, self->grid) == 0 && PyDict_SetItem(kw, s_warmup, Py_False) == 0)
+        result = PyObject_Call(run, argv, kw);
+    Py_XDECREF(argv); Py_XDECREF(kw);
+    Py_DECREF(run);
+    return result;
+}
+
 static PyObject *gcl_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    GuardCall *self = (GuardCall *)op;
-    return gk_call_bound((GuardKey *)self->gk, self->grid, args, vectorcall_nargs(nargsf), kwnames);
+    return gcl_dispatch((GuardCall *)op, args, vectorcall_nargs(nargsf), kwnames);
 }
 
 static PyObject *gcl_call(PyObject *op, PyObject *args, PyObject *kwargs) {  /* tp_call: the same, from a tuple and a dict */
@@ -2540,7 +2672,7 @@ static PyObject *gcl_call(PyObject *op, PyObject *args, PyObject *kwargs) {  /* 
         PyTuple_SetItem(kwnames, k, Py_NewRef(key));
         vec[nargs + k++] = value;
     }
-    result = gk_call_bound((GuardKey *)self->gk, self->grid, vec, nargs, kwnames);
+    result = gcl_dispatch(self, vec, nargs, kwnames);
 done:
     PyMem_Free(vec);
     Py_XDECREF(kwnames);
@@ -2617,6 +2749,8 @@ static int gk_clear(PyObject *op) {
     Py_CLEAR(self->jit); Py_CLEAR(self->runtime); Py_CLEAR(self->entries); Py_CLEAR(self->stream);
     Py_CLEAR(self->hook_chain); Py_CLEAR(self->check_globals); Py_CLEAR(self->grid3); Py_CLEAR(self->names);
     Py_CLEAR(self->last); Py_CLEAR(self->last_call); Py_CLEAR(self->device); Py_CLEAR(self->plain);
+    Py_CLEAR(self->run); Py_CLEAR(self->class_run); Py_CLEAR(self->driver_config); Py_CLEAR(self->active);
+    Py_CLEAR(self->driver_plain); Py_CLEAR(self->jit_callable); Py_CLEAR(self->left);
     PyMem_Free(self->last_items);  /* borrowed items: freed with the key, NULL from here on */
     self->last_items = NULL;
     Py_CLEAR(self->general); Py_CLEAR(self->keywords); Py_CLEAR(self->defaults); Py_CLEAR(self->never_class);
@@ -2639,6 +2773,23 @@ static int gk_set_hit(GuardKey *self, PyObject *hit) {
             || get_ref(hit, "check_globals", &self->check_globals, 0) < 0 || get_ref(hit, "grid3", &self->grid3, 0) < 0
             || get_ref(hit, "names", &self->names, 0) < 0)
         return -1;
+    const char *optional[] = {"class_run", "jit_callable", "left"};  /* absent or None: not checked, not keyed so, not looked at */
+    PyObject **slots[] = {&self->class_run, &self->jit_callable, &self->left};
+    for (int i = 0; i < 3; i++) {
+        PyObject *v = PyDict_GetItemString(hit, optional[i]);
+        replace_ref(slots[i], v && v != Py_None ? Py_NewRef(v) : NULL);
+    }
+    PyObject *driver = PyDict_GetItemString(hit, "driver");  /* optional: (config, active driver, config's class or None) */
+    if (driver && driver != Py_None) {
+        if (!PyTuple_Check(driver) || PyTuple_Size(driver) != 3) {
+            PyErr_SetString(PyExc_TypeError, "GuardKey: hit's driver must be (config, active, plain class or None)");
+            return -1;
+        }
+        replace_ref(&self->driver_config, Py_NewRef(PyTuple_GetItem(driver, 0)));
+        replace_ref(&self->active, Py_NewRef(PyTuple_GetItem(driver, 1)));
+        PyObject *dp = PyTuple_GetItem(driver, 2);
+        if (dp != Py_None) replace_ref(&self->driver_plain, Py_NewRef(dp));
+    }
     PyObject *plain = PyDict_GetItemString(hit, "plain");  /* optional: False by default */
     int is_plain = plain ? PyObject_IsTrue(plain) : 0;
     if (is_plain < 0) return -1;
@@ -2783,6 +2934,8 @@ static int gk_traverse(PyObject *op, visitproc visit, void *arg) {
     Py_VISIT(self->jit); Py_VISIT(self->runtime); Py_VISIT(self->entries); Py_VISIT(self->stream);
     Py_VISIT(self->hook_chain); Py_VISIT(self->check_globals); Py_VISIT(self->grid3); Py_VISIT(self->names);
     Py_VISIT(self->last); Py_VISIT(self->last_call); Py_VISIT(self->device); Py_VISIT(self->plain);
+    Py_VISIT(self->run); Py_VISIT(self->class_run); Py_VISIT(self->driver_config); Py_VISIT(self->active);
+    Py_VISIT(self->driver_plain); Py_VISIT(self->jit_callable); Py_VISIT(self->left);
     for (Py_ssize_t i = 0; self->head && i < self->heads; i++) {
         Py_VISIT(self->head[i].obj); Py_VISIT(self->head[i].name); Py_VISIT(self->head[i].extra);
         Py_VISIT(self->head[i].value); Py_VISIT(self->head[i].plain);
@@ -2829,12 +2982,16 @@ static PyMethodDef gk_methods[] = {
      "find(*given heads, *arguments): (the entry recorded for the key or None, key, *the launch values of the parameters marked out)."},
     {"call", (PyCFunction)(void (*)(void))gk_call, METH_FASTCALL | METH_KEYWORDS,
      "call(grid, *args, **kwargs): kernel[grid](*args, **kwargs) through the guard (bound, then hit or the general path)."},
-    {"set_call", gk_set_call, METH_VARARGS, "set_call(general, keywords, defaults, never, name): what call() needs besides the hit."},
+    {"set_call", gk_set_call, METH_VARARGS,
+     "set_call(general, keywords, defaults, never, name, run=None): what call() needs besides the hit."},
     {"settle", gk_settle, METH_VARARGS, "settle(device, tensor): the device getter a hit calls, the class keyed as a tensor."},
     {"set_bundle_call", gk_set_bundle_call, METH_VARARGS,
      "set_bundle_call(general, keywords, defaults, positional, device, name): call() is a bundled kernel's."},
     {"bind", gk_bind, METH_O, "bind(grid): kernel[grid], a GuardCall whose call is call(grid, ...)."},
     {"forget", gk_forget, METH_NOARGS, "forget(): let go of the last key found and its entry."},
+    {"in_charge", gk_in_charge_py, METH_NOARGS,
+     "in_charge(): 0 where the guard is in charge of its kernel's call; 1 where the kernel's class's run is another's "
+     "since; 2 where Triton's active driver changed since the guard was made."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2859,8 +3016,9 @@ GC_TYPE(gcl, GuardCall, VECTORCALL_FLAG | Py_TPFLAGS_DISALLOW_INSTANTIATION,  /*
  * GuardItem(triton_getitem, call_attribute, plain=None) is JITFunction.__getitem__ while the
  * guard is on (launcher.fast_dispatch.enable): kernel[grid] is a GuardCall of the guard's
  * GuardKey and the grid where the kernel's attribute `call_attribute` (fast_dispatch._CALL) is
- * (run, GuardKey) and run is still the kernel's run; anything else (no guard attached, a run
- * set since, grid None) is triton_getitem(kernel, grid).
+ * (run, GuardKey); anything else (no guard attached, grid None) is triton_getitem(kernel, grid).
+ * The GuardCall launches through the guard only while the guard's run is still the kernel's when
+ * it is called; else it calls the kernel's run, as Triton's kernel[grid] does (gcl_dispatch).
  * plain: a kernel class whose instances' `call_attribute` and `run` are what their __dict__
  * holds (no __getattr__, __getattribute__ or data descriptor of those names:
  * launcher.fast_dispatch decides); its kernels' are read from the __dict__ directly.  In C,
@@ -2872,7 +3030,7 @@ typedef struct {
     PyObject *plain;  /* the kernel class whose attributes here are its instances' __dict__ entries, or None */
 } GuardItem;
 
-static PyObject *s_run, *s_method_type;
+static PyObject *s_method_type;
 
 static PyObject *gi_fallback(GuardItem *self, PyObject *jit, PyObject *grid) {
     return PyObject_CallFunctionObjArgs(self->fallback, jit, grid, NULL);
@@ -2904,16 +3062,9 @@ static PyObject *gi_item(GuardItem *self, PyObject *jit, PyObject *grid) {
         result = gi_fallback(self, jit, grid);
         goto done;
     }
-    PyObject *run = PyTuple_GetItem(pair, 0), *call = PyTuple_GetItem(pair, 1);  /* held by pair */
-    PyObject *current = gi_attr(jit, dict, s_run);
-    if (!current) {
-        if (!PyErr_Occurred()) result = gi_fallback(self, jit, grid);  /* no run of its own: unguarded */
-        goto done;
-    }
-    int same = current == run;
-    Py_DECREF(current);
-    /* a run set on the kernel since stays in charge */
-    result = same ? gcl_new(call, grid) : gi_fallback(self, jit, grid);
+    /* a run set on the kernel since (before or after kernel[grid] is taken) stays in charge: the call asks
+     * (gcl_dispatch), as Triton's kernel[grid] reads run when it is called */
+    result = gcl_new(PyTuple_GetItem(pair, 1), grid);
 done:
     Py_DECREF(pair);
     Py_XDECREF(dict);
@@ -3016,7 +3167,10 @@ static int exec_module(PyObject *m) {
             || !(s_used_globals = PyUnicode_InternFromString("used_global_vals"))
             || !(s_launch_failed = PyUnicode_InternFromString("_launch_failed"))
             || !(s_parts = PyUnicode_InternFromString("parts"))
-            || !(s_not_flat = PyUnicode_InternFromString("not_flat")))
+            || !(s_not_flat = PyUnicode_InternFromString("not_flat"))
+            || !(s_active = PyUnicode_InternFromString("_active"))
+            || !(s_cache_key = PyUnicode_InternFromString("cache_key"))
+            || !(s_grid = PyUnicode_InternFromString("grid")) || !(s_warmup = PyUnicode_InternFromString("warmup")))
         return -1;
     if (!(s_dict = PyUnicode_InternFromString("__dict__")) || !(s_mro = PyUnicode_InternFromString("__mro__"))
             || !(s_objclass = PyUnicode_InternFromString("__objclass__")))
@@ -3049,6 +3203,7 @@ static PyModuleDef_Slot module_slots[] = {{Py_mod_exec, exec_module}, {0, NULL}}
 
 static PyMethodDef module_methods[] = {
     {"guard_hits", guard_hits, METH_NOARGS, "Launches made by GuardKey.hit since the module was loaded."},
+    {"jit_key", mod_jit_key, METH_O, "jit_key(fn): the key of a JIT function passed as an argument (its cache_key)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -308,8 +308,8 @@ def _launcher_general(grid, _launcher_keyed, _launcher_options, {names_args}):
     """kernel[grid](...) through launcher's guard (generated for {name}), where the C call
     (GuardKey.call) did not launch it: a call with launch options, a miss (keyed: what
     GuardKey.hit answered), a call the hit declined (None), or the guard not in front."""
-    if not _launcher_KEYER.live:
-        return _launcher_redispatch(grid, _launcher_options, ({names}))
+    if not _launcher_KEYER.live or (_launcher_KEYER.in_charge() and _launcher_elsewhere(_launcher_KEYER.in_charge())):
+        return _launcher_triton(grid, False, _launcher_options, ({names}))
 {never}    if _launcher_JIT.pre_run_hooks or _launcher_RT.add_stages_inspection_hook is not None:
         return _launcher_fallback("pre-run hooks or a stages hook", grid, False, _launcher_options, ({names}))
     try:  # Triton's path is taken after it, never in it (its errors are not the key's)
@@ -346,7 +346,10 @@ def _launcher_general(grid, _launcher_keyed, _launcher_options, {names_args}):
     if grid.__class__ is _launcher_tuple:
         _launcher_g = grid
     elif _launcher_callable(grid):
-        _launcher_g = grid({{{bound}}})
+        _launcher_b = {{{bound}}}
+        _launcher_g = grid(_launcher_b)
+        if _launcher_grid_wrote(_launcher_b, _launcher_NAMES, ({names})):  # Triton launches what the grid left there
+            return _launcher_left(_launcher_e, _launcher_dev, _launcher_g, _launcher_b)
     else:
         _launcher_g = grid
     _launcher_stream = _launcher_STREAM(_launcher_dev)
@@ -383,7 +386,7 @@ def _launcher_run({params}*, grid, warmup, **_launcher_options):
 _NEVER_KEYS = """\
     if {a}.__class__ is _launcher_NEVER_CLASS:
         _launcher_FALLBACKS[_launcher_NEVER] += 1
-        return _launcher_ORIGINAL(_launcher_JIT, {args}grid=grid, warmup=False, **_launcher_options)
+        return _launcher_triton(grid, False, _launcher_options, ({args}))
 """
 
 
@@ -459,8 +462,8 @@ def generate_guard(name: str, params, namespace: dict, hints=None, never=None, s
     their alignment; its launcher argument is the data_ptr() the key read. A parameter whose
     argument was a scalar has one entry (a tensor there keys as a tagged tuple). never: the name
     of a parameter whose argument in a first call was of a class that never keys, with that class
-    as _launcher_NEVER_CLASS and its NoKey as _launcher_NEVER in namespace (and Triton's run as _launcher_ORIGINAL,
-    the fallback counter as _launcher_FALLBACKS), or None. shared: the names of namespace whose values
+    as _launcher_NEVER_CLASS and its NoKey as _launcher_NEVER in namespace (and the guard's path to Triton as
+    _launcher_triton, the fallback counter as _launcher_FALLBACKS), or None. shared: the names of namespace whose values
     are the same for every kernel, never change and are read once per call (Triton's knobs,
     the counters): the guard reads them as globals, from one dict for all kernels (define)."""
     source = guard_source(name, params, namespace, hints, never)

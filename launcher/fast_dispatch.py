@@ -41,6 +41,17 @@ the kernel Triton chose is recorded. A change to the kernel's source (its hash),
 caches, pre-run hooks or a stages-inspection hook send calls to Triton's path. Under
 @triton.autotune and @triton.heuristics the guard sits beneath their own choice: they run as in
 Triton (reset_to_zero, restore_value and pre-hooks included) and call the guarded kernel.
+
+Code that replaced a run stays in charge, as without the guard (Guard._triton is the one home of
+where a call the guard does not launch goes): a kernel's own run set since kernel[grid] was taken
+is called by it; a JITFunction.run put on the class since the guard was switched on sees every
+call (the hit steps aside while the class's run is not the guard's, and a call it passes on to
+the run it replaced dispatches as Triton's own run); one there before the guard was switched on
+keeps every call (its kernels are left unguarded); disable() leaves a replacement made since in
+place. A JIT function passed as an argument is keyed by its cache_key, as Triton keys it; another
+active driver (set_active) takes the guard away, and the next call makes one with that driver's
+getters; what a grid callable writes into the arguments it is given is what is launched, as in
+Triton's run.
 """
 from __future__ import annotations
 
@@ -56,8 +67,9 @@ from launcher.specialization import DIVISIBILITY_MASK as _MASK, triton_type
 from launcher.specialization import int_key as _int_key, item_key as _full_key
 
 _lock = threading.Lock()
-_redispatching = threading.local()  # Guard._redispatch: whether this thread is in one
+_dispatching = threading.local()  # Guard._triton: the kernels (ids) whose call this thread sends through other code's run
 _state: dict = {}  # while enabled: the original JITFunction.run
+_TRITONS: list = []  # Triton's own JITFunction.run as enable() last found it on the class (else the first run it went over)
 _attached: "weakref.WeakSet" = weakref.WeakSet()  # the guards in front of their kernels now
 _fallbacks: collections.Counter = collections.Counter()  # reason (a str, or a class's NoKey) -> count
 _misses = [0]
@@ -94,6 +106,10 @@ def enable() -> None:
             return
         jit_cls = A.jit_function_class()
         _state["cls"], _state["run"] = jit_cls, jit_cls.run
+        # a run other code put there first stays in charge of every call: the guard cannot be in front of it
+        _state["foreign"] = not A.is_tritons_run(jit_cls.run)
+        if not _state["foreign"] or not _TRITONS:
+            _TRITONS[:] = [jit_cls.run]
         jit_cls.run = _first_run
         # kernel[grid] binds the grid to the guard's call, unless something other than Triton
         # (whose __getitem__ JITFunction inherits from KernelInterface) has taken __getitem__
@@ -101,6 +117,13 @@ def enable() -> None:
         if "__getitem__" not in jit_cls.__dict__:
             _state["getitem"] = jit_cls.__getitem__ = _call.GuardItem(
                 jit_cls.__getitem__, _CALL, jit_cls if _plain(jit_cls) else None)
+
+
+def _grid_wrote(bound, names, values) -> bool:
+    """Whether a grid callable wrote into `bound`, the arguments by name it was given (names,
+    values): Triton's run launches what the callable left there (Guard._launch_left). The
+    generated code's test; cdefs/call.c's bound_changed is the hit's."""
+    return len(bound) != len(values) or any(v is not a or k != n for (k, v), n, a in zip(bound.items(), names, values))
 
 
 # The kernel's attributes a guard's hit reads besides its key's heads (launcher._call.GuardKey):
@@ -143,7 +166,8 @@ def disable() -> None:
         if not _state:
             return
         jit_cls = _state["cls"]
-        jit_cls.run = _state["run"]
+        if jit_cls.__dict__.get("run") is _first_run:  # not if other code put its own run there since
+            jit_cls.run = _state["run"]
         if _state.get("getitem") is not None and jit_cls.__dict__.get("__getitem__") is _state["getitem"]:
             del jit_cls.__getitem__  # not if replaced since
         for guard in list(_attached):
@@ -170,13 +194,39 @@ def fallback_counts() -> dict:
 
 def _first_run(self, *args, grid, warmup, **kwargs):
     """JITFunction.run while the guard is on: put this kernel's guard in front of it (its
-    dormant one, unless what it was made with has changed), then run it."""
-    run = self.__dict__.get("run")
-    if run is None:
-        run = _guard_run(self, (args, kwargs))
-        if run is None:  # switched off meanwhile: Triton's own dispatch
-            return type(self).run(self, *args, grid=grid, warmup=warmup, **kwargs)
-    return run(*args, grid=grid, warmup=warmup, **kwargs)
+    dormant one, unless what it was made with has changed), then run it. Reached from other
+    code's run that a call of the guard's went through (Guard._triton: code that replaced
+    JITFunction.run since, and calls the run it replaced), or with the guard switched off, it
+    dispatches as Triton's own run (_TRITONS)."""
+    if id(self) not in _busy():
+        run = self.__dict__.get("run")
+        if run is None:
+            run = _guard_run(self, (args, kwargs))
+        elif run is not _guards_run(self):  # the kernel's own run, set by other code that calls the class's
+            run = None
+        if run is not None:
+            return run(*args, grid=grid, warmup=warmup, **kwargs)
+    return _tritons_run()(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+
+def _guards_run(jit):
+    """The run of the guard `jit` holds, or None."""
+    guard = jit.__dict__.get(_GUARD)
+    return guard.run if guard is not None else None
+
+
+def _tritons_run():
+    """Triton's own JITFunction.run, as enable() last found it on the class (else the run it
+    first went over; the class's own where the guard was never switched on)."""
+    return _TRITONS[0] if _TRITONS else A.jit_function_class().run
+
+
+def _busy() -> set:
+    """The kernels (ids) whose call this thread is sending through other code's run (Guard._triton)."""
+    busy = getattr(_dispatching, "kernels", None)
+    if busy is None:
+        busy = _dispatching.kernels = set()
+    return busy
 
 
 def _guard_run(jit, example):
@@ -189,16 +239,17 @@ def _guard_run(jit, example):
         original = _state.get("run")
         if original is None:
             return None
+        foreign = _state["foreign"]
         guard = jit.__dict__.get(_GUARD)
         if guard is not None and guard.attach(original):
             return guard.run
-    made = Guard(jit, original, example=example, put_in_front=False)
+    made = Guard(jit, original, example=example, put_in_front=False, foreign=foreign)
     with _lock:
         if _state.get("run") is not original:
             return None
         run = jit.__dict__.get("run")
-        if run is not None:
-            return run
+        if run is not None:  # a guard put in front meanwhile, else the kernel's own run: not ours to replace
+            return run if run is _guards_run(jit) else None
         made._put_in_front()
         return made.run
 
@@ -229,8 +280,8 @@ def classify(value, specialize: bool, align: bool, tensor=None):
         ty, attr = triton_type(value, specialize=specialize, align=align)
     except (TypeError, OverflowError) as e:
         raise NoKey(f"an argument Triton cannot specialize here ({type(value).__name__})") from e
-    if ty == "constexpr":
-        return ("constexpr", value.__class__, value)  # by value; a JIT function by identity
+    if ty == "constexpr":  # by value; a JIT function by its cache_key (_call.jit_key: the one rule)
+        return ("constexpr", value.__class__, _call.jit_key(value) if isinstance(value, A.jit_callable_class()) else value)
     dtype = getattr(value, "dtype", None)
     return (ty, dtype if dtype is not None else None, attr)
 
@@ -262,22 +313,26 @@ def _item_key(v, tensor):
 class Guard:
     """One JITFunction's guard: its generated run, its recorded kernels and its counters."""
 
-    def __init__(self, jit, original, *, device=None, stream=None, example=None, put_in_front=True):
+    def __init__(self, jit, original, *, device=None, stream=None, example=None, put_in_front=True, foreign=False):
         """original: Triton's JITFunction.run (fixed for the guard: its generated code holds it
         too); device, stream: the current-device and
         current-stream getters (Triton's active driver's by default); example: (args, kwargs)
         of a first call, whose argument classes the generated code tests first; put_in_front:
-        whether the guard goes in front of its kernel now (else _put_in_front() does it)."""
+        whether the guard goes in front of its kernel now (else _put_in_front() does it);
+        foreign: `original` is other code's run, not Triton's (it stays in charge of every call:
+        the guard sends them all there)."""
         self.jit = jit
         self.original = original
         self._getters = (device, stream)
         self.entries: dict = {}
         self._stock: dict = {}  # keys whose kernel Triton's stock launcher launches -> the kernel's hash
         self._find = _finder()
-        self._settled, self.keyer, self.general = False, None, None
+        self._settled, self.keyer, self.general, self._live = False, None, None, False
+        self._class_run = type(jit).run  # _first_run, for a guard enable() makes: other code's run there since is in charge
         self._made_with = self._environment()
         params = A.jit_parameters(jit)
-        self._unusual = _why_unguarded(jit, params)
+        self._unusual = _why_unguarded(jit, params) if not foreign else \
+            "JITFunction.run is other code's (it was replaced before the guard was switched on)"
         if self._unusual is not None:
             self.run = self._unguarded
         else:
@@ -292,7 +347,7 @@ class Guard:
             at = [p.name for p in params].index(never[0]) if never is not None else None
             self.keyer.set_call(self.general, {p.name: i for i, p in enumerate(params)},
                                 tuple(() if p.default is A.EMPTY else (p.default,) for p in params),
-                                (at, never[1]) if never is not None else None, str(name))
+                                (at, never[1]) if never is not None else None, str(name), self.run)
         if put_in_front:
             self._put_in_front()
 
@@ -314,6 +369,7 @@ class Guard:
         jit = self.jit.__dict__
         jit[_GUARD] = self
         jit["run"] = self.run
+        self._live = True
         if self.keyer is not None:  # kernel[grid] is a call of the keyer (GuardItem binds the grid)
             jit[_CALL] = (self.run, self.keyer)
             self.keyer.live = True
@@ -325,6 +381,7 @@ class Guard:
         """Leave the kernel to Triton's own dispatch (the guard stays with it, dormant). A
         `kernel[grid]` taken while the guard was on then dispatches as the kernel does now."""
         jit = self.jit.__dict__
+        self._live = False
         if jit.get("run") is self.run:  # not a run the kernel's user has set since
             del jit["run"]
         jit.pop(_CALL, None)
@@ -342,19 +399,28 @@ class Guard:
             "_launcher_JIT": self.jit, "_launcher_RT": A.runtime_knobs(), "_launcher_STREAM": stream,
             "_launcher_ENTRIES": self.entries, "_launcher_NoKey": NoKey,
             "_launcher_fallback": self._fallback, "_launcher_miss": self._miss, "_launcher_recall": self._recall,
-            "_launcher_ORIGINAL": self.original, "_launcher_FALLBACKS": _fallbacks,
-            "_launcher_redispatch": self._redispatch,
+            "_launcher_FALLBACKS": _fallbacks,
+            "_launcher_triton": self._triton, "_launcher_elsewhere": self._elsewhere,
+            "_launcher_grid_wrote": _grid_wrote, "_launcher_left": self._launch_left,
             "_launcher_check_globals": A.check_used_globals, "_launcher_hooks_set": A.hooks_set,
             "_launcher_HOOK_CHAIN": A.hook_chain_type(),
             "_launcher_grid3": grid3,
-            "_launcher_HITS": _hits,
+            "_launcher_HITS": _hits, "_launcher_NAMES": tuple(p.name for p in params),
         }
         heads = codegen.guard_heads(self.jit, _knobs())
         reads = _HIT_READS + tuple(h[2] for h in heads if isinstance(h, tuple) and h[0] == "attr" and h[1] is self.jit)
+        driver = None
+        if self._getters[0] is None:  # getters given to a guard made by hand stand for the driver: no check
+            config, active = A.active_driver()
+            driver = (config, active, type(config) if _plain(type(config), ("_active",)) else None)
         hit = {"jit": self.jit, "runtime": ns["_launcher_RT"], "device": A.fast_device_getter(device), "stream": stream,
                "hook_chain": ns["_launcher_HOOK_CHAIN"], "check_globals": A.check_used_globals, "grid3": grid3,
                "names": tuple(p.name for p in params), "fields": {f: i for i, f in enumerate(codegen.GuardEntry._fields)},
-               "plain": _plain(type(self.jit), reads)}
+               "plain": _plain(type(self.jit), reads + ("run",)),
+               # in charge while the kernel's class's run is still _first_run and Triton's active driver the one
+               # the getters came from
+               "class_run": self._class_run, "driver": driver,
+               "jit_callable": A.jit_callable_class(), "left": self._launch_left}
         keyer = _call.GuardKey(codegen.guard_key_params(_guard_params(params), _hints(params, example)),
                                heads, tensor, int_key, classify, NoKey, _MASK, hit, self.entries)
         ns["_launcher_KEYER"], ns["_launcher_KEY"] = keyer, keyer.key
@@ -378,25 +444,62 @@ class Guard:
 
     def _unguarded(self, *args, grid, warmup, **kwargs):
         _fallbacks[self._unusual] += 1
-        return self.original(self.jit, *args, grid=grid, warmup=warmup, **kwargs)
+        return self._triton(grid, warmup, kwargs, args)
 
     def _fallback(self, reason, grid, warmup, options, values):
         if not warmup:
             _fallbacks[reason] += 1
-        return self.original(self.jit, *values, grid=grid, warmup=warmup, **options)
+        return self._triton(grid, warmup, options, values)
 
-    def _redispatch(self, grid, options, values):
-        """The guard is no longer in front of its kernel (taken away before the call, or during
-        it by code the call ran: data_ptr(), __index__): the call dispatches as the kernel does
-        now. A call made while this thread redispatches takes Triton's path: code that takes the
-        guard away and puts it back on every read would otherwise never end."""
-        if getattr(_redispatching, "on", False):
-            return self.original(self.jit, *values, grid=grid, warmup=False, **options)
-        _redispatching.on = True
+    def _triton(self, grid, warmup, options, values):
+        """The one home of where a call the guard does not launch itself goes, as stock Triton
+        would dispatch it: while the guard is in charge, the run it was made with (Triton's);
+        where other code put its own run on the kernel's class since (a wrapper of
+        JITFunction.run: it sees every call, as without the guard), or the guard is no longer in
+        front of its kernel (taken away before the call, or during it by code the call ran:
+        data_ptr(), __index__), the class's run now. A run of ours reached from that code while
+        it runs (it calls the run it replaced: _first_run) dispatches as Triton's own
+        (_first_run), so nothing loops."""
+        jit = self.jit
+        busy = _busy()
+        if id(jit) in busy:
+            return _tritons_run()(jit, *values, grid=grid, warmup=warmup, **options)
+        run = type(jit).run
+        if run is self._class_run and self._live:
+            run = self.original
+        if A.is_tritons_run(run):
+            return run(jit, *values, grid=grid, warmup=warmup, **options)
+        busy.add(id(jit))
         try:
-            return self.jit.run(*values, grid=grid, warmup=False, **options)
+            return run(jit, *values, grid=grid, warmup=warmup, **options)
         finally:
-            _redispatching.on = False
+            busy.discard(id(jit))
+
+    def _elsewhere(self, charge) -> bool:
+        """Whether a call goes elsewhere, by GuardKey.in_charge()'s answer `charge` (non-zero):
+        2, Triton's active driver changed since the guard was made: it is taken away (the kernel's
+        next call makes one with the new driver's getters); 1, the kernel's class's run is other
+        code's: unless this thread's call of it is the one running (_triton)."""
+        if charge == 2:
+            with _lock:
+                self.detach()
+                _attached.discard(self)
+            return True
+        return id(self.jit) not in _busy()
+
+    def _launch_left(self, entry, device, grid, bound):
+        """The launch of a hit whose grid callable wrote into the arguments it was given (bound):
+        Triton's run launches what the callable left there (its bound_args.values(), after
+        grid(bound_args)), through the kernel's launcher as Triton's run calls it (launch metadata
+        and hooks as they are set). The kernel, as a hit answers."""
+        e = codegen.GuardEntry(*entry)
+        stream = self._made_with[2](device)
+        values = list(bound.values())
+        enter, leave = A.hooks_set(A.runtime_knobs())
+        metadata = e.kernel.launch_metadata(grid, stream, *values) if enter is not None else None
+        gx, gy, gz = grid3(grid)
+        e.launcher(gx, gy, gz, stream, e.function, e.packed_metadata, metadata, enter, leave, *values)
+        return e.kernel
 
     def _recall(self, key, device, options, values):
         """A miss: the entry of the kernel Triton's cache holds for this call, found as Triton's

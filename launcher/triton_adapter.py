@@ -493,6 +493,28 @@ def jit_function_class():
     return JITFunction
 
 
+def is_tritons_run(run) -> bool:
+    """Whether `run` is Triton's own JITFunction.run (not code that replaced it with its own)."""
+    return getattr(run, "__module__", None) == "triton.runtime.jit" and \
+        getattr(run, "__qualname__", None) == "JITFunction.run"
+
+
+def jit_callable_class():
+    """Triton's JITCallable (a JIT function passed as an argument is keyed by its cache_key), or
+    JITFunction on a release without it."""
+    from triton.runtime import jit
+
+    return getattr(jit, "JITCallable", jit.JITFunction)
+
+
+def active_driver() -> tuple:
+    """(Triton's driver config, its active driver): the guard's hit holds while `_active` is
+    still that driver (triton.runtime.driver.set_active replaces it)."""
+    from triton.runtime.driver import driver as rt
+
+    return rt, rt.active
+
+
 def dispatch_knobs() -> list:
     """The knobs that enter Triton's JIT cache key on this release, as JITFunction.run reads them
     on every call: (knobs object, attribute) pairs (debug, instrumentation mode; 3.9: fpsan casts)."""

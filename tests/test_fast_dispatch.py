@@ -429,8 +429,13 @@ def switched(monkeypatch):
     test switches the guard on and off. Yields (CpuTriton, JITFunction class, arguments)."""
     triton_ = CpuTriton(guard_kernel)
     monkeypatch.setattr(fast_dispatch.A, "device_and_stream_getters", lambda: (_device0, _stream0))
+    config = types.SimpleNamespace(_active=object())  # Triton's driver config: the getters' driver stays active
+    monkeypatch.setattr(fast_dispatch.A, "active_driver", lambda: (config, config._active))
     jit_cls = fast_dispatch.A.jit_function_class()
-    monkeypatch.setattr(jit_cls, "run", lambda self, *a, **kw: triton_.run(self, *a, **kw))
+    run = lambda self, *a, **kw: triton_.run(self, *a, **kw)  # noqa: E731
+    monkeypatch.setattr(jit_cls, "run", run)
+    tritons = fast_dispatch.A.is_tritons_run
+    monkeypatch.setattr(fast_dispatch.A, "is_tritons_run", lambda r: r is run or tritons(r))  # it plays Triton's run
     x = FakeTensor(A0, tl.float32)
     was_on = fast_dispatch.enabled()
     fast_dispatch.disable()
@@ -766,7 +771,7 @@ def test_a_parameter_first_given_a_descriptor_falls_back_before_anything_is_clas
         assert len(paths) == 3 and not classified
         assert fast_dispatch.fallback_counts()["a tensor descriptor"] == before + 3
         guard.original = triton_.run  # a tensor there: keyed (a miss, then a hit)
-        cells["_launcher_ORIGINAL"].cell_contents, cells["_launcher_KEY"].cell_contents = triton_.run, key
+        cells["_launcher_KEY"].cell_contents = key
         args = desc_call[:6] + (x,)
         want = triton_.triton_key(guard_kernel, args, {"BLOCK": 64})[0]
         hits = fast_dispatch.stats()["hits"]

@@ -407,10 +407,37 @@ def test_kernel_grid_objects_call_by_vectorcall_and_by_tp_call_alike():
     assert type(bound).__name__ == "GuardCall" and bound.keyer is k and bound.grid == (3,)
     assert bound(*CALL) == "KERNEL" and type(bound).__call__(bound, CALL[0], 1024, 7, BLOCK=64) == "KERNEL"
     assert [f[2] for f in record["flat"]] == [(3,), (3,)]
-    jit.run = "ANOTHER RUN"  # a run set on the kernel since: Triton's
-    assert item(jit, (3,)) == ("triton's", (3,)) and item(jit, None) == ("triton's", None)
+    assert item(jit, None) == ("triton's", None)
     jit.run, jit._launcher_call = "RUN", ("RUN", "not a keyer")
     assert item(jit, (3,)) == ("triton's", (3,))
+
+
+def test_kernel_grid_calls_the_kernels_run_where_it_is_no_longer_the_guards():
+    """A run set on the kernel since (before kernel[grid] was taken or after) is in charge, as in
+    Triton, whose kernel[grid] reads run when it is called: run(*args, grid=, warmup=False, **kw)."""
+    k, record, jit, *_ = call_setup()
+    runs = []
+
+    def guard_run(*args, grid, warmup, **kwargs):
+        raise AssertionError("the guard's run is not called by kernel[grid]")
+
+    def users_run(*args, grid, warmup, **kwargs):
+        runs.append((args, grid, warmup, kwargs))
+        return "USER"
+
+    k.set_call(record["general"].append, KEYWORDS, ((), (), (), (2.5,), (64,)), None, "kern", guard_run)
+    item = _call.GuardItem(lambda kernel, grid: ("triton's", grid), "_launcher_call")
+    jit.run, jit._launcher_call = guard_run, (guard_run, k)
+    taken = item(jit, (3,))
+    assert taken(*CALL) == "KERNEL"  # the guard's run is the kernel's: the guard's call
+    jit.run = users_run
+    assert taken(*CALL[:2], 7, BLOCK=64) == "USER" and item(jit, (4,))(CALL[0]) == "USER"
+    assert runs == [((CALL[0], 1024, 7), (3,), False, {"BLOCK": 64}), ((CALL[0],), (4,), False, {})]
+    with pytest.raises(TypeError, match="multiple values for keyword argument 'grid'"):
+        taken(CALL[0], grid=(1,))
+    del jit.run  # no run of its own: as Triton's, an AttributeError
+    with pytest.raises(AttributeError):
+        taken(*CALL)
 
 
 def test_kernel_grid_of_the_same_tuple_of_ints_is_the_same_call_and_other_grids_are_not_kept():
