@@ -2451,6 +2451,7 @@ static PyObject *gk_bundle_general(GuardKey *self, PyObject *grid, PyObject *con
 static PyObject *gk_bundle_hit(GuardKey *self, PyObject *grid, PyObject *const *bound) {
     Py_ssize_t g = PyTuple_CheckExact(grid) ? PyTuple_Size(grid) : 0;
     if (g < 1 || g > 3) Py_RETURN_NOTIMPLEMENTED;  /* a grid to evaluate (of the chosen variant's meta-parameters) */
+    if (!PyDict_Size(self->entries)) Py_RETURN_NOTIMPLEMENTED;  /* nothing to find: the device is asked after the checks */
     PyObject *heads[GK_HEADS], *stack[GK_STACK];
     PyObject **values = gk_nulls(stack, self->n);
     PyObject *result = NULL, *entry = NULL, *key = NULL, *stream = NULL, *parts = NULL, *st = NULL;

@@ -44,6 +44,7 @@ from launcher.specialization import (DIVISIBILITY_MASK, INT_KEYS, _tensordesc_ty
 log = logging.getLogger("launcher.bundle")
 
 _MAX_ENTRIES = 4096
+_KEY_AFTER = ("the key of a call made while nothing was recorded",)  # _slow makes it after the checks
 
 
 class _Required:
@@ -331,6 +332,7 @@ class BundleKernel:
         positional = sum(1 for p in self.params if not p.keyword_only)
         device = _torch_raw[0] if _torch_raw else _current_device
         namespace.update(_launcher_slow=self._slow, _launcher_FIND=self._keyer.find, _launcher_device=device,
+                         _launcher_CACHE=self._cache, _launcher_KEY_AFTER=_KEY_AFTER,
                          _launcher_stream_of=stream_handle, _launcher_too_many=self._too_many)
         source = codegen.BUNDLE_CALL.format(signature=signature, stream=stream, count=positional,
                                             names="".join(f"{n}, " for n in self.names),
@@ -505,9 +507,15 @@ class BundleKernel:
 
     def _slow(self, grid, stream, args, options, key):
         """The first call of a key (or one with options or without a key): choose, check the
-        grid and stream, load, launch; the entry is kept for the key."""
+        grid and stream, load, launch; the entry is kept for the key (_KEY_AFTER: the key is made
+        once the call's arguments are checked and its device known)."""
         g, handle = self._header(grid, stream)
         device, variant, values = self._choose(args, options or {})
+        if key is _KEY_AFTER:  # a call made while nothing was recorded: keyed now, on the device chosen for
+            try:
+                key = self._keyer.find(device, *args)[1]
+            except Exception:  # a key that cannot be made: the entry is not kept
+                key = None
         if g is None:  # a callable grid, of the chosen variant's meta-parameters
             g = self.grid3(grid, values)
             check_header(variant.spec, *g, 0 if handle is None else handle, 0)  # before the module loads

@@ -488,6 +488,8 @@ def launch(_launcher_grid, /, {signature}):
         _launcher_too_many({count}, _launcher_extra)
     if _launcher_options:
         return _launcher_slow(_launcher_grid, {stream}, ({names}), _launcher_options, None)
+    if not _launcher_CACHE:  # nothing recorded to find: the device is asked after the arguments are checked
+        return _launcher_slow(_launcher_grid, {stream}, ({names}), None, _launcher_KEY_AFTER)
     try:  # the entry recorded for the key (None: a new key), the key, the tensors' data_ptr()
         _launcher_entry, _launcher_key, {outs}= _launcher_FIND(_launcher_device(), {names})
     except _launcher_Exception:  # a key that cannot be made: the slow path explains
