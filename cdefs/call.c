@@ -1878,10 +1878,13 @@ static PyObject *gk_item_key(GuardKey *self, const gk_param *p, PyObject *v, int
  * whose source changed makes another key): the `hash` it holds once cache_key has been read (a str; None again
  * after _unsafe_update_src), else cache_key itself, which computes it.  A new reference, NULL with an error. */
 static PyObject *jit_key(PyObject *fn) {
-    PyObject *h = PyObject_GetAttr(fn, s_hash);
-    if (!h) return NULL;
-    if (PyUnicode_CheckExact(h)) return h;
-    Py_DECREF(h);
+    PyObject *h = PyObject_GetAttr(fn, s_hash);  /* a bound constexpr_function has none: its cache_key */
+    if (h && PyUnicode_CheckExact(h)) return h;
+    Py_XDECREF(h);
+    if (!h) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+        PyErr_Clear();
+    }
     return PyObject_GetAttr(fn, s_cache_key);
 }
 
@@ -2644,7 +2647,10 @@ static PyObject *gcl_dispatch(GuardCall *self, PyObject *const *args, Py_ssize_t
     for (Py_ssize_t i = 0; argv && i < nargs; i++) PyTuple_SetItem(argv, i, Py_NewRef(args[i]));
     for (Py_ssize_t k = 0; kw && k < nkw; k++) {
         PyObject *name = PyTuple_GetItem(kwnames, k);
-        if (PyUnicode_Compare(name, s_grid) == 0 || PyUnicode_Compare(name, s_warmup) == 0) {  /* as the lambda's call */
+        if (!PyUnicode_Check(name)) {
+            PyErr_SetString(PyExc_TypeError, "keywords must be strings");
+            Py_CLEAR(kw);
+        } else if (PyUnicode_Compare(name, s_grid) == 0 || PyUnicode_Compare(name, s_warmup) == 0) {  /* as the lambda's call */
             PyErr_Format(PyExc_TypeError, "run() got multiple values for keyword argument '%U'", name);
             Py_CLEAR(kw);
         } else if (PyDict_SetItem(kw, name, args[nargs + k]) < 0) {

@@ -198,7 +198,7 @@ def _first_run(self, *args, grid, warmup, **kwargs):
     code's run that a call of the guard's went through (Guard._triton: code that replaced
     JITFunction.run since, and calls the run it replaced), or with the guard switched off, it
     dispatches as Triton's own run (_TRITONS)."""
-    if id(self) not in _busy():
+    if id(self) not in _busy() and type(self).run is _first_run:  # else other code's run on the class called it
         run = self.__dict__.get("run")
         if run is None:
             run = _guard_run(self, (args, kwargs))
@@ -254,6 +254,7 @@ def _guard_run(jit, example):
         return made.run
 
 
+_JIT_CALLABLE: list = []  # Triton's JITCallable, once asked for
 _NO_KEY_CLASSES: dict = {}  # classes whose instances never key (tensor descriptors) -> their NoKey
 
 
@@ -281,7 +282,9 @@ def classify(value, specialize: bool, align: bool, tensor=None):
     except (TypeError, OverflowError) as e:
         raise NoKey(f"an argument Triton cannot specialize here ({type(value).__name__})") from e
     if ty == "constexpr":  # by value; a JIT function by its cache_key (_call.jit_key: the one rule)
-        return ("constexpr", value.__class__, _call.jit_key(value) if isinstance(value, A.jit_callable_class()) else value)
+        if not _JIT_CALLABLE:
+            _JIT_CALLABLE.append(A.jit_callable_class())
+        return ("constexpr", value.__class__, _call.jit_key(value) if isinstance(value, _JIT_CALLABLE[0]) else value)
     dtype = getattr(value, "dtype", None)
     return (ty, dtype if dtype is not None else None, attr)
 
@@ -361,6 +364,8 @@ class Guard:
     def attach(self, original) -> bool:
         """Put this dormant guard back in front of its kernel, or False when it is out of date."""
         if (original, *self._environment()[1:]) != self._made_with:
+            return False
+        if self.keyer is not None and self.keyer.in_charge() == 2:  # another active driver (with the same getters)
             return False
         self._put_in_front()
         return True

@@ -495,8 +495,10 @@ def jit_function_class():
 
 def is_tritons_run(run) -> bool:
     """Whether `run` is Triton's own JITFunction.run (not code that replaced it with its own)."""
+    code = getattr(run, "__code__", None)  # not only its names: functools.wraps copies those onto a wrapper
     return getattr(run, "__module__", None) == "triton.runtime.jit" and \
-        getattr(run, "__qualname__", None) == "JITFunction.run"
+        getattr(run, "__qualname__", None) == "JITFunction.run" and getattr(run, "__wrapped__", None) is None and \
+        code is not None and code.co_name == "run" and code.co_filename.replace("\\", "/").endswith("triton/runtime/jit.py")
 
 
 def jit_callable_class():

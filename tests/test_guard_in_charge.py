@@ -243,3 +243,86 @@ def test_the_guards_class_run_left_behind_with_the_guard_off_dispatches_as_trito
         finally:
             JITFunction.run = tritons
         assert [launch.grid for launch in cpu.launches] == [(1, 1, 1), (2, 1, 1)]
+
+
+def test_a_kernel_first_called_under_a_class_wrapper_leaves_every_call_to_it_and_hits_once_it_is_gone():
+    tritons = JITFunction.run
+
+    def scenario(cpu):
+        seen, original = [], JITFunction.run
+
+        def traced(self, *args, **kwargs):
+            seen.append(1)
+            return original(self, *args, **kwargs)
+
+        JITFunction.run = traced
+        try:
+            for _ in range(3):
+                scale_kernel[(1,)](X, 16)  # its first calls: under the wrapper
+        finally:
+            JITFunction.run = original
+        hits = fast_dispatch.stats()["hits"]
+        for _ in range(5):
+            scale_kernel[(1,)](X, 16)
+        return len(seen), len(cpu.launches), fast_dispatch.stats()["hits"] - hits
+
+    try:
+        (s_seen, s_launches, _), (g_seen, g_launches, g_hits) = both(scenario, scale_kernel)
+    finally:
+        JITFunction.run = tritons
+    assert (s_seen, s_launches) == (g_seen, g_launches) == (3, 8) and g_hits >= 4
+
+
+def test_another_active_driver_with_the_same_getters_makes_a_guard_that_hits():
+    with cpu_triton(90, scale_kernel) as cpu:
+        fast_dispatch.enable()
+        try:
+            for _ in range(3):
+                scale_kernel[(1,)](X, 16)
+            other = CpuDriver(90)  # as two of Triton's GPU drivers: the same getter functions
+            other.get_current_device, other.get_current_stream = cpu.get_current_device, cpu.get_current_stream
+            driver.set_active(other)
+            hits = fast_dispatch.stats()["hits"]
+            for _ in range(10):
+                scale_kernel[(1,)](X, 16)
+            assert fast_dispatch.stats()["hits"] - hits >= 8
+        finally:
+            fast_dispatch.disable()
+
+
+class _Holder:
+    @triton.constexpr_function
+    def twice(self, v):
+        return v * 2
+
+
+_HOLDER = _Holder()
+
+
+@triton.jit
+def sized_by_fn(x, n, F: tl.constexpr, BLOCK: tl.constexpr = 64):
+    offs = tl.arange(0, F(BLOCK))
+    tl.store(x + offs, tl.load(x + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+def test_a_bound_constexpr_function_argument_is_keyed_by_its_cache_key():
+    """A bound @triton.constexpr_function is a JITCallable without a `hash` of its own."""
+    if not hasattr(triton, "constexpr_function"):
+        pytest.skip("no triton.constexpr_function on this release")
+    out = both(lambda cpu: [sized_by_fn[(1,)](X, 16, _HOLDER.twice) is not None and len(cpu.launches)
+                            for _ in range(3)], sized_by_fn)
+    assert out == [[1, 2, 3]] * 2
+
+
+def test_a_functools_wraps_wrapper_is_not_tritons_run():
+    import functools
+
+    from launcher import triton_adapter as A
+
+    run = JITFunction.run
+
+    @functools.wraps(run)
+    def wrapper(*args, **kwargs):
+        return run(*args, **kwargs)
+
+    assert A.is_tritons_run(run) and not A.is_tritons_run(wrapper)
