@@ -28,6 +28,8 @@ TRITON_VERSION = tuple(int(p) for p in re.findall(r"\d+", triton.__version__)[:3
 # Triton >= 3.7.1 fences generic writes before async-proxy reads in its late pass (PR #9610,
 # cherry-picked into release/3.7.x as #10537): 3.7.0 does not, 3.7.1 does.
 COMPILER_FENCES_ASYNC_READS = TRITON_VERSION >= (3, 7, 1)
+# ...and a write made in a noinline helper the kernel calls: only from 3.9 (3.7.1 and 3.8 leave it unfenced)
+COMPILER_FENCES_ACROSS_CALLS = TRITON_VERSION >= (3, 9)
 
 tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared

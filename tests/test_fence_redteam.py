@@ -35,5 +35,5 @@ def test_an_unfenced_write_to_the_tail_of_a_tma_box_is_an_error():
 def test_a_noinline_helper_with_a_quoted_symbol_is_read():
     for fence in (True, False):
         kernel = fk.compiled_redteam("noinline_store", fence)
-        expected = "clean" if fence or fk.COMPILER_FENCES_ASYNC_READS else "error"
+        expected = "clean" if fence or fk.COMPILER_FENCES_ACROSS_CALLS else "error"  # 3.7.1, 3.8: a real hazard
         assert verdict(kernel) == expected
