@@ -308,7 +308,7 @@ def _launcher_general(grid, _launcher_keyed, _launcher_options, {names_args}):
     """kernel[grid](...) through launcher's guard (generated for {name}), where the C call
     (GuardKey.call) did not launch it: a call with launch options, a miss (keyed: what
     GuardKey.hit answered), a call the hit declined (None), or the guard not in front."""
-    if not _launcher_KEYER.live or (_launcher_KEYER.in_charge() and _launcher_elsewhere(_launcher_KEYER.in_charge())):
+    if not _launcher_KEYER.live or _launcher_elsewhere(_launcher_KEYER.in_charge()):
         return _launcher_triton(grid, False, _launcher_options, ({names}))
 {never}    if _launcher_JIT.pre_run_hooks or _launcher_RT.add_stages_inspection_hook is not None:
         return _launcher_fallback("pre-run hooks or a stages hook", grid, False, _launcher_options, ({names}))

@@ -481,10 +481,12 @@ class Guard:
             busy.discard(id(jit))
 
     def _elsewhere(self, charge) -> bool:
-        """Whether a call goes elsewhere, by GuardKey.in_charge()'s answer `charge` (non-zero):
-        2, Triton's active driver changed since the guard was made: it is taken away (the kernel's
-        next call makes one with the new driver's getters); 1, the kernel's class's run is other
-        code's: unless this thread's call of it is the one running (_triton)."""
+        """Whether a call goes elsewhere, by GuardKey.in_charge()'s answer `charge`: 0, the guard
+        is in charge: no; 2, Triton's active driver changed since the guard was made: it is taken
+        away (the kernel's next call makes one with the new driver's getters); 1, the kernel's
+        class's run is other code's: unless this thread's call of it is the one running (_triton)."""
+        if not charge:
+            return False
         if charge == 2:
             with _lock:
                 self.detach()

@@ -5,6 +5,8 @@ does too. Each scenario runs twice, stock (the guard off) and guarded, on Triton
 CPU driver (tests/cpu_triton: launches are launcher dry runs), and both must see the same."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 triton = pytest.importorskip("triton")
@@ -100,7 +102,10 @@ def test_a_wrapper_put_on_the_class_after_the_guard_sees_every_call_and_disable_
     assert stock == guarded == ([False] * 3, True, 4)
 
 
-def test_a_wrapper_on_the_class_before_the_guard_sees_every_call():
+@contextlib.contextmanager
+def counting_class_run():
+    """A wrapper of the class's run now (as profilers put one there) for the block: yields the list
+    it appends to on every call; the run it wrapped is put back after."""
     seen, original = [], JITFunction.run
 
     def traced(self, *args, **kwargs):
@@ -109,9 +114,14 @@ def test_a_wrapper_on_the_class_before_the_guard_sees_every_call():
 
     JITFunction.run = traced
     try:
-        counts = both(lambda cpu: [scale_kernel[(1,)](X, 16) and len(cpu.launches) for _ in range(3)], scale_kernel)
+        yield seen
     finally:
         JITFunction.run = original
+
+
+def test_a_wrapper_on_the_class_before_the_guard_sees_every_call():
+    with counting_class_run() as seen:
+        counts = both(lambda cpu: [scale_kernel[(1,)](X, 16) and len(cpu.launches) for _ in range(3)], scale_kernel)
     assert counts == [[1, 2, 3]] * 2 and len(seen) == 6
     assert "JITFunction.run is other code's (it was replaced before the guard was switched on)" in \
         fast_dispatch.fallback_counts()
@@ -249,18 +259,9 @@ def test_a_kernel_first_called_under_a_class_wrapper_leaves_every_call_to_it_and
     tritons = JITFunction.run
 
     def scenario(cpu):
-        seen, original = [], JITFunction.run
-
-        def traced(self, *args, **kwargs):
-            seen.append(1)
-            return original(self, *args, **kwargs)
-
-        JITFunction.run = traced
-        try:
+        with counting_class_run() as seen:
             for _ in range(3):
                 scale_kernel[(1,)](X, 16)  # its first calls: under the wrapper
-        finally:
-            JITFunction.run = original
         hits = fast_dispatch.stats()["hits"]
         for _ in range(5):
             scale_kernel[(1,)](X, 16)
