@@ -104,6 +104,12 @@ while [ $# -gt 0 ]; do
           *) echo "-- third-party: unknown library $lib"; continue;;
         esac
         root=$PWD/.device/thirdparty/$dir
+        missing=$(for f in $sel; do [ -f "$root/$f" ] || echo "$f"; done)
+        [ "$lib" = flaggems ] && { [ -f "$root/pytest.ini" ] && [ -f "$root/tests/conftest.py" ] || missing="$missing conftest"; }
+        if [ -n "$(echo $missing)" ]; then
+          echo "-- $lib: test files missing under .device/thirdparty/$dir ($(echo $missing | wc -w)): run .ci/third_party_fetch.sh"
+          continue
+        fi
         for mode in stock launcher; do
           if [ "$mode" = stock ]; then envs="LAUNCHER_TRITON_TESTS_STOCK=1"; else envs="LAUNCHER_FAST_DISPATCH=1"; fi
           log=$OUT/$tag-tp-$lib-$mode.log
@@ -117,7 +123,7 @@ while [ $# -gt 0 ]; do
           rc=$?
           stopped=""; [ $rc = 124 ] || [ $rc = 137 ] && stopped=", stopped by TP_TIMEOUT=${TP_TIMEOUT:-150}"
           echo "-- $lib, $mode (exit $rc$stopped): $(grep -E '(passed|failed|error|skipped|deselected|no tests ran).* in [0-9.]+s' "$log" | tail -1)"
-          grep -E "^(FAILED|ERROR|ImportError)|fast dispatch" "$log" | head -12
+          grep -E "^(FAILED|ERROR|ImportError)|error: |fast dispatch" "$log" | head -12
         done
         echo "-- $lib, stock against launcher: $(python3 .ci/compare_junit.py "$OUT/$tag-tp-$lib-stock.xml" "$OUT/$tag-tp-$lib-launcher.xml" | head -30)"
       done

@@ -124,7 +124,11 @@ while read -r _ path; do
     "https://raw.githubusercontent.com/flagos-ai/FlagGems/$commit/${path#flaggems/}" \
     || { rm -f "$TP/$path"; echo "missing $TP/$path: write it from github flagos-ai/FlagGems@$commit"; }
 done <<< "$sums"
-(cd "$TP" && sha256sum --quiet -c <<< "$sums") && echo "FlagGems test files: checked against their sha256 sums"
+# a missing or changed file stops here: an empty tests folder carried to the GPU machine makes pytest refuse
+# FlagGems' own option (--quick) with a usage error, in both modes, and nothing is tested
+(cd "$TP" && sha256sum --quiet -c <<< "$sums") \
+  || { echo "FlagGems test files missing or changed: write them from github flagos-ai/FlagGems@$commit"; exit 1; }
+echo "FlagGems test files: checked against their sha256 sums"
 
 ls -l "$TP/wheels"
 echo "$TP: $(du -sh "$TP" | cut -f1)"
