@@ -1,0 +1,141 @@
+"""What a TMA-lowered tensor-descriptor parameter says about input it cannot use: a spec planned
+by hand (spec.layout_for, LaunchSpec) whose tensordesc_meta Triton would never write, a
+descriptor without a base, bytes that are not a CUtensorMap. Each is a TypeError or ValueError
+(SpecError for the spec) naming the kernel and the parameter, raised before any driver call (no
+GPU here: a driver call would be CudaDriverNotFound), never a bare KeyError or AttributeError.
+
+The kernel is a real one, compiled by Triton on the CPU for sm_90 (where host descriptors are
+lowered to TMA); the specs are its own, with one tensordesc_meta entry edited."""
+import dataclasses
+import json
+
+import pytest
+
+import kernels as K
+from cpu_corpus import TMA_SIG
+from cpu_triton import FakeTensor
+from launcher import CudaLauncher, LaunchSpec, SpecError, TensorMap
+from launcher import spec as S
+from launcher import triton_adapter as A
+from launcher.tensormap import DescriptorEncoder
+from triton_compile import compile_cpu
+
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+ADDRESS = 0x7F0000001000
+
+
+@pytest.fixture(scope="module")
+def spec():
+    ck = compile_cpu(K.tma_copy_kernel, TMA_SIG, (("BM", 64), ("BN", 64)), 90)
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    assert [a.desc.tma is not None for _, a in S.leaves(spec.args) if a.kind == "tensordesc"] == [True, True]
+    return spec
+
+
+def with_meta(spec, edit, which=0):
+    """The spec with the tensordesc_meta entry of descriptor `which` edited, planned again by the
+    public layout_for (which, unlike LaunchSpec.from_json, takes the entries as they are)."""
+    metas = [a.desc.meta for _, a in S.leaves(spec.args) if a.kind == "tensordesc"]
+    edit(metas[which])
+    layout = S.layout_for([a.type for a in spec.args], metas, tf32_flag=spec.conventions.tensordesc_tf32_flag)
+    return dataclasses.replace(spec, layout=layout)
+
+
+def desc(base=ADDRESS):  # Triton's own
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    return TensorDescriptor(FakeTensor(base, tl.float16), [256, 128], [128, 1], [64, 64])
+
+
+def dry_run(spec, *args):
+    launcher = CudaLauncher.from_spec(spec)
+    return launcher.dry_run(1, 1, 1, 0, 0xF00, launcher.packed_metadata, None, None, None, *args)
+
+
+def drop(key):
+    return lambda m: m.pop(key)
+
+
+def put(**fields):
+    return lambda m: m.update(fields)
+
+
+BROKEN = [
+    (drop("swizzle"), "has no 'swizzle': expected an integer in [0, 6]"),
+    (drop("elem_size"), "has no 'elem_size': expected 1, 2, 4 or 8"),
+    (drop("elem_type"), "has no 'elem_type': expected an integer in [0, 15]"),
+    (drop("block_size"), "has no 'block_size': expected a list of 2 sizes"),
+    (put(elem_type=16), "'elem_type' is 16: expected an integer in [0, 15]"),  # past the element-type table
+    (put(elem_type="fp16"), "'elem_type' is 'fp16'"),
+    (put(swizzle=7), "'swizzle' is 7"),
+    (put(swizzle=None), "'swizzle' is None"),
+    (put(elem_size=3), "'elem_size' is 3: expected 1, 2, 4 or 8"),
+    (put(block_size=64), "'block_size' is 64: expected a list of 2 sizes in [1, 256]"),
+    (put(block_size=[64, "64"]), "'block_size' is [64, '64']"),
+    (put(block_size=[64, 512]), "'block_size' is [64, 512]"),
+    (put(block_size=[64]), "'block_size' is [64]: expected a list of 2 sizes"),  # a rank from_json does not check
+    (put(fp4_padded="yes"), "'fp4_padded' is 'yes': expected true or false"),
+    (put(is_im2col=True), "'is_im2col' is True: expected false"),
+]
+IDS = ["no swizzle", "no elem_size", "no elem_type", "no block_size", "elem_type past the table", "elem_type a name",
+       "swizzle 7", "swizzle None", "elem_size 3", "block an int", "block of a str", "block too large",
+       "block of another rank", "fp4_padded a str", "im2col"]
+
+
+@pytest.mark.parametrize("edit, message", BROKEN, ids=IDS)
+def test_a_spec_with_tensordesc_meta_triton_never_writes_is_a_spec_error_naming_the_parameter(spec, edit, message):
+    broken = with_meta(spec, edit)
+    for _ in range(2):  # the same again: nothing was remembered or armed by the first refusal
+        with pytest.raises(SpecError) as e:
+            dry_run(broken, desc(), desc(ADDRESS + 0x10000), 64, 64)
+        assert str(e.value).startswith(f"kernel {spec.kernel!r}: parameter 'in_desc': its tensordesc_meta entry")
+        assert message in str(e.value)
+    if "[64]:" not in message:  # the rules LaunchSpec.from_json holds a file's spec to
+        with pytest.raises(SpecError, match="tensordesc_meta"):
+            LaunchSpec.from_json(json.loads(json.dumps(broken.to_json())))
+
+
+def test_the_encoder_of_a_broken_entry_is_made_and_refuses_each_descriptor(spec):
+    """Making the encoder (when a launcher of the spec is made) does not raise: there is no
+    parameter name to give there. Each descriptor it is given is then refused."""
+    enc = DescriptorEncoder({"swizzle": 3, "elem_size": 2, "block_size": [64, 64]}, 2, spec.conventions)
+    with pytest.raises(SpecError, match="has no 'elem_type'"):
+        enc(desc())
+    assert enc.cache == {}
+
+
+def test_a_tma_descriptor_without_a_base_is_a_type_error_naming_the_parameter(spec):
+    """A decomposed descriptor takes None as a null base; a TMA map cannot be encoded for one:
+    refused before the driver, not an AttributeError from None.data_ptr(). (Triton's own
+    TensorDescriptor refuses None when made; a user's descriptor object, or one whose base is
+    set later, reaches the launcher with it.)"""
+    none = desc()
+    none.base = None
+    with pytest.raises(TypeError, match=r"parameter 'in_desc': a TMA tensor descriptor's base must be a tensor"):
+        dry_run(spec, none, desc(), 64, 64)
+
+
+def test_a_data_ptr_that_raises_attribute_error_is_not_taken_for_a_missing_base(spec):
+    class Raises(FakeTensor):
+        def data_ptr(self):
+            raise AttributeError("inside data_ptr")
+
+    enc = DescriptorEncoder(dict(spec.args[0].desc.meta), 2, spec.conventions)
+    d = desc()
+    d.base = Raises(ADDRESS, tl.float16)
+    with pytest.raises(AttributeError, match="inside data_ptr"):
+        enc(d)
+
+
+@pytest.mark.parametrize("data, error, message", [
+    (5, TypeError, "got int"), ("x" * 128, TypeError, "got str"), (None, TypeError, "got NoneType"),
+    (3.0, TypeError, "got float"), ([300] * 128, ValueError, "range"), (bytes(12), ValueError, "got 12"),
+    (memoryview(bytes(512)).cast("I"), ValueError, "got 512"),  # 128 items, 512 bytes
+])
+def test_a_tensor_map_of_anything_but_128_bytes_says_so(data, error, message):
+    with pytest.raises(error, match=f"a CUtensorMap is 128 bytes.*{message}"):
+        TensorMap(data)
+    assert TensorMap(list(range(128))).data == bytes(range(128))
+    assert TensorMap(bytearray(128)).data == bytes(128)
