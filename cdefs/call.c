@@ -2126,16 +2126,39 @@ static PyObject *flat_call(PyObject *flat, PyObject *function, PyObject *stream,
 }
 
 /* Whether `bound` (the dict of the arguments by name a grid callable was given) no longer holds exactly args
- * under names, in that order (the callable wrote into it). */
+ * under names, in that order (the callable wrote into it): the one test, the hit's and the generated code's
+ * (grid_wrote).  A name is the same key where it is the same object or an equal exact str (a dict literal's keys
+ * are its code's constants); a value only where it is the same object.  1, 0, or -1 with an error. */
 static int bound_changed(PyObject *bound, PyObject *names, PyObject *const *args, Py_ssize_t n) {
     if (!PyDict_CheckExact(bound) || PyDict_Size(bound) != n) return 1;
     Py_ssize_t pos = 0, i = 0;
     PyObject *k, *v;
     while (PyDict_Next(bound, &pos, &k, &v)) {
-        if (k != PyTuple_GetItem(names, i) || v != args[i]) return 1;
+        PyObject *name = PyTuple_GetItem(names, i);
+        if (!name) return -1;
+        if (v != args[i]) return 1;
+        if (k != name && !(PyUnicode_CheckExact(k) && PyUnicode_CheckExact(name) && PyUnicode_Compare(k, name) == 0)) {
+            if (PyErr_Occurred()) return -1;
+            return 1;
+        }
         i++;
     }
     return 0;
+}
+
+/* grid_wrote(bound, names, values): bound_changed, for the generated code (names, values: tuples of one length). */
+static PyObject *grid_wrote(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]) || PyTuple_Size(args[1]) != PyTuple_Size(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "grid_wrote(bound, names, values): names and values, tuples of one length");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_Size(args[2]);
+    PyObject *stack[GK_STACK], **values = n <= GK_STACK ? stack : PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
+    if (!values) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) values[i] = PyTuple_GetItem(args[2], i);  /* borrowed: the tuple holds them */
+    int r = bound_changed(args[0], args[1], values, n);
+    if (values != stack) PyMem_Free(values);
+    return r < 0 ? NULL : PyBool_FromLong(r);
 }
 
 /* The launch of a hit whose entry holds: 0 launched, -1 with an error. */
@@ -2157,7 +2180,9 @@ static int gk_launch(GuardKey *self, PyObject *entry, PyObject *device, PyObject
             if (PyDict_SetItem(bound, PyTuple_GetItem(self->names, i), args[i]) < 0) Py_CLEAR(bound);
         if (!bound) return -1;
         g = PyObject_CallFunctionObjArgs(grid, bound, NULL);
-        if (g && self->left && bound_changed(bound, self->names, args, n)) {
+        int wrote = g && self->left ? bound_changed(bound, self->names, args, n) : 0;
+        if (wrote < 0) Py_CLEAR(g);
+        if (wrote > 0) {
             /* the grid wrote into its arguments: Triton's run launches what it left there (left() does, as the
              * general path does) */
             PyObject *k = PyObject_CallFunctionObjArgs(self->left, entry, device, g, bound, NULL);
@@ -3210,6 +3235,8 @@ static PyModuleDef_Slot module_slots[] = {{Py_mod_exec, exec_module}, {0, NULL}}
 
 static PyMethodDef module_methods[] = {
     {"guard_hits", guard_hits, METH_NOARGS, "Launches made by GuardKey.hit since the module was loaded."},
+    {"grid_wrote", (PyCFunction)(void (*)(void))grid_wrote, METH_FASTCALL,
+     "grid_wrote(bound, names, values): whether a grid callable wrote into the arguments by name it was given."},
     {"jit_key", mod_jit_key, METH_O, "jit_key(fn): the key of a JIT function passed as an argument (its cache_key)."},
     {NULL, NULL, 0, NULL},
 };

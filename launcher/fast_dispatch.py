@@ -119,11 +119,9 @@ def enable() -> None:
                 jit_cls.__getitem__, _CALL, jit_cls if _plain(jit_cls) else None)
 
 
-def _grid_wrote(bound, names, values) -> bool:
-    """Whether a grid callable wrote into `bound`, the arguments by name it was given (names,
-    values): Triton's run launches what the callable left there (Guard._launch_left). The
-    generated code's test; cdefs/call.c's bound_changed is the hit's."""
-    return len(bound) != len(values) or any(v is not a or k != n for (k, v), n, a in zip(bound.items(), names, values))
+# Whether a grid callable wrote into `bound`, the arguments by name it was given (names, values): Triton's run
+# launches what the callable left there (Guard._launch_left). One test for the hit and the generated code.
+_grid_wrote = _call.grid_wrote
 
 
 # The kernel's attributes a guard's hit reads besides its key's heads (launcher._call.GuardKey):

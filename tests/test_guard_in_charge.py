@@ -6,6 +6,7 @@ CPU driver (tests/cpu_triton: launches are launcher dry runs), and both must see
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import pytest
 
@@ -327,3 +328,23 @@ def test_a_functools_wraps_wrapper_is_not_tritons_run():
         return run(*args, **kwargs)
 
     assert A.is_tritons_run(run) and not A.is_tritons_run(wrapper)
+
+
+def test_one_test_of_what_a_grid_wrote_for_the_hit_and_the_generated_code():
+    """launcher._call.grid_wrote (the C hit's bound_changed, which the generated code calls too): a name is the
+    same key where it is an equal str (a dict literal's keys are its code's constants), a value only where it is
+    the same object; a key added, removed, replaced or reordered is a write."""
+    from launcher import _call, fast_dispatch
+
+    assert fast_dispatch._grid_wrote is _call.grid_wrote
+    big = 10 ** 30
+    name = "".join(["n", "ame"])  # equal to "name", another object
+    assert name == "name" and name is not sys.intern("name")
+    assert _call.grid_wrote({name: big, "b": 2}, ("name", "b"), (big, 2)) is False
+    assert _call.grid_wrote({"name": 10 ** 30 + 0 * big, "b": 2}, ("name", "b"), (big, 2)) is True  # equal, not it
+    assert _call.grid_wrote({"b": 2, "name": big}, ("name", "b"), (big, 2)) is True
+    assert _call.grid_wrote({"name": big}, ("name", "b"), (big, 2)) is True
+    assert _call.grid_wrote({"name": big, "b": 2, "c": 3}, ("name", "b"), (big, 2)) is True
+    assert _call.grid_wrote({"other": big, "b": 2}, ("name", "b"), (big, 2)) is True
+    with pytest.raises(TypeError, match="tuples of one length"):
+        _call.grid_wrote({}, ("a",), ())
