@@ -332,6 +332,13 @@ def layout_for(types, tensordesc_meta=(), *, tf32_flag: bool) -> Layout:
     types = tuple(types)
     if not tensordesc_meta and all(t.__class__ is str for t in types):  # the common case, cheaply
         return _layout(types, (), bool(tf32_flag))
+    for i, (m, ty) in enumerate(zip(tensordesc_meta or (), _descriptor_types(types))):
+        _, ndim, im2col = parse_tensordesc(ty)
+        try:  # an entry Triton would not write (a newer field too): the stock launcher takes the kernel
+            if not im2col:  # refused as such by the planner
+                check_tensordesc_meta(m, f"tensordesc_meta[{i}]", ndim)
+        except SpecError as e:
+            raise UnsupportedSignature(str(e)) from None
     return _layout(_freeze(types), tuple(_freeze(m) for m in (tensordesc_meta or ())), bool(tf32_flag))
 
 
@@ -672,6 +679,51 @@ def _types_from_json(ty, where):
 _META_KEYS = frozenset(("block_size", "elem_size", "elem_type", "fp4_padded", "is_im2col", "swizzle"))
 
 
+def check_tensordesc_meta(m, where: str, ndim: int | None = None) -> None:
+    """The one rule for a tensordesc_meta entry (Triton's, a bundle's, a hand-planned spec's):
+    an object of Triton's fields (_META_KEYS; fp4_padded and is_im2col optional) in the ranges
+    the encoder takes, its block one size in [1, 256] per dimension (`ndim` of them where the
+    descriptor is known, else 1 to 5). SpecError naming the field (`where`: the entry's place)."""
+    if not isinstance(m, dict):
+        raise SpecError(f"{where}: expected an object, got {type(m).__name__}")
+    extra = set(m) - _META_KEYS
+    if extra:
+        raise SpecError(f"{where}: unknown fields {sorted(map(str, extra))!r} (it holds {', '.join(sorted(_META_KEYS))})")
+    _in_range(_field(m, "swizzle", int, where), 0, 6, f"{where}.swizzle")  # CUtensorMapSwizzle
+    if _field(m, "elem_size", int, where) not in (1, 2, 4, 8):
+        raise SpecError(f"{where}.elem_size: {m['elem_size']!r} bytes is not 1, 2, 4 or 8")
+    _in_range(_field(m, "elem_type", int, where), 0, 15, f"{where}.elem_type")  # Triton's TMA element types
+    for key in ("fp4_padded", "is_im2col"):
+        if key in m:
+            _field(m, key, bool, where)
+    if m.get("is_im2col"):
+        raise SpecError(f"{where}.is_im2col: im2col tensor descriptors are not supported")
+    block = m.get("block_size")
+    ranks = (ndim,) if ndim is not None else range(1, 6)
+    if not isinstance(block, (list, tuple)) or len(block) not in ranks or not all(type(b) is int and 0 < b <= 256 for b in block):
+        _field(m, "block_size", object, where)  # missing: says so
+        sizes = f"{ndim}" if ndim is not None else "1 to 5"
+        raise SpecError(f"{where}.block_size: {_shown(block)} is not {sizes} sizes in [1, 256]")
+
+
+def _shown(value) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a hand-made object's own repr
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _descriptor_types(types):
+    """The tensor-descriptor entries of a signature, in the order the planner meets them."""
+    for t in types:
+        if t.__class__ is str:
+            if t.startswith("tensordesc"):
+                yield t
+        elif isinstance(t, (tuple, list)):
+            yield from _descriptor_types(t)
+
+
 def _path_from_json(p, arity, where):
     if not isinstance(p, list) or not p or not all(type(i) is int and i >= 0 for i in p) or p[0] >= arity:
         raise SpecError(f"{where}: {p!r} is not an argument path")
@@ -722,24 +774,7 @@ def _spec_from_json(data) -> LaunchSpec:
     conventions = Conventions(**{k: _field(conv, k, bool, f"{where}.conventions") for k in fields})
     metas = _field(data, "tensordesc_meta", list, where)
     for i, m in enumerate(metas):
-        if not isinstance(m, dict):
-            raise SpecError(f"{where}.tensordesc_meta[{i}]: expected an object")
-        w = f"{where}.tensordesc_meta[{i}]"
-        extra = set(m) - _META_KEYS
-        if extra:
-            raise SpecError(f"{w}: unknown fields {sorted(extra)!r} (it holds {', '.join(sorted(_META_KEYS))})")
-        _in_range(_field(m, "swizzle", int, w), 0, 6, f"{w}.swizzle")  # CUtensorMapSwizzle
-        if _field(m, "elem_size", int, w) not in (1, 2, 4, 8):
-            raise SpecError(f"{w}.elem_size: {m['elem_size']!r} bytes is not 1, 2, 4 or 8")
-        _in_range(_field(m, "elem_type", int, w), 0, 15, f"{w}.elem_type")  # Triton's TMA element types
-        for key in ("fp4_padded", "is_im2col"):
-            if key in m:
-                _field(m, key, bool, w)
-        if m.get("is_im2col"):
-            raise SpecError(f"{w}.is_im2col: im2col tensor descriptors are not supported")
-        block = _field(m, "block_size", list, f"{where}.tensordesc_meta[{i}]")
-        if not 1 <= len(block) <= 5 or not all(type(b) is int and 0 < b <= 256 for b in block):
-            raise SpecError(f"{where}.tensordesc_meta[{i}].block_size: {block!r} is not 1 to 5 sizes in [1, 256]")
+        check_tensordesc_meta(m, f"{where}.tensordesc_meta[{i}]")
     try:
         layout = layout_for(types, metas, tf32_flag=conventions.tensordesc_tf32_flag)
     except UnsupportedSignature as e:

@@ -16,7 +16,6 @@ import functools
 import operator
 
 from launcher import driver
-from launcher.spec import SpecError
 
 _BIT21_DRIVERS = 13010  # drivers up to 13.1 get the CUTLASS workaround
 _BIT21_EXTENT = 128 * 1024  # ... for tensors whose last byte lies below 128 KiB
@@ -144,43 +143,6 @@ def _encode(address, swizzle, elem_size, elem_type, box, shape, strides, padding
     return tmap
 
 
-def _meta_problem(meta, ndim: int) -> str | None:
-    """What is wrong with a tensordesc_meta entry for a `ndim`-d descriptor, or None: the rules
-    LaunchSpec.from_json holds a spec's entries to (a spec planned by layout_for is not checked),
-    and a block of the descriptor's rank."""
-    if not isinstance(meta, dict):
-        return f"its tensordesc_meta entry must be an object, got {type(meta).__name__}"
-
-    def is_int(v):
-        return type(v) is int
-
-    checks = (
-        ("swizzle", "an integer in [0, 6] (a CUtensorMapSwizzle)", lambda v: is_int(v) and 0 <= v <= 6),
-        ("elem_size", "1, 2, 4 or 8 (bytes)", lambda v: is_int(v) and v in (1, 2, 4, 8)),
-        ("elem_type", "an integer in [0, 15] (Triton's TMA element type)", lambda v: is_int(v) and 0 <= v <= 15),
-        ("block_size", f"a list of {ndim} sizes in [1, 256], one per dimension",
-         lambda v: isinstance(v, (list, tuple)) and len(v) == ndim and all(is_int(b) and 0 < b <= 256 for b in v)),
-        ("fp4_padded", "true or false", lambda v: type(v) is bool),
-        ("is_im2col", "false (im2col tensor descriptors are not supported)", lambda v: v is False),
-    )
-    for key, expected, ok in checks:
-        if key not in meta:
-            if key in ("fp4_padded", "is_im2col"):  # Triton writes these only where it has them
-                continue
-            return f"its tensordesc_meta entry has no {key!r}: expected {expected}"
-        if not ok(meta[key]):
-            return f"its tensordesc_meta entry's {key!r} is {_shown(meta[key])}: expected {expected}"
-    return None
-
-
-def _shown(value) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 class DescriptorEncoder:
     """Host TensorDescriptor -> (CUtensorMap bytes, shape..., strides...) for one TMA-lowered
     parameter. The maps it encoded are remembered by (address, shape, strides, padding, tf32):
@@ -193,15 +155,12 @@ class DescriptorEncoder:
 
     def __init__(self, meta: dict, ndim: int, conventions):
         self.ndim = ndim
-        # A spec planned by hand (layout_for) may carry metadata Triton never writes: what is wrong
-        # with it is said, as a SpecError, by each encode (a launch names the kernel and parameter).
-        self.problem = _meta_problem(meta, ndim)
-        ok = self.problem is None
-        self.swizzle = meta["swizzle"] if ok else 0
-        self.elem_size = meta["elem_size"] if ok else 1
-        self.elem_type = meta["elem_type"] if ok else 0
-        self.box = list(meta["block_size"])[::-1] if ok else []  # innermost first, as the driver takes it
-        self.fp4_padded = bool(meta.get("fp4_padded", False)) if ok else False
+        # `meta` was held to spec.check_tensordesc_meta when its layout was planned (layout_for)
+        self.swizzle = meta["swizzle"]
+        self.elem_size = meta["elem_size"]
+        self.elem_type = meta["elem_type"]
+        self.box = list(meta["block_size"])[::-1]  # innermost first, as the driver takes it
+        self.fp4_padded = bool(meta.get("fp4_padded", False))
         self.tma_tf32 = conventions.tma_tf32
         self.original_shape = conventions.tma_original_shape
         self.clear_bit21 = conventions.tma_clear_bit21
@@ -230,8 +189,6 @@ class DescriptorEncoder:
         return (data, *shape, *strides)
 
     def _encode(self, key) -> bytes:
-        if self.problem is not None:
-            raise SpecError(self.problem)
         address, shape, strides, nan, tf32 = key
         if len(shape) != self.ndim or len(strides) != self.ndim:
             raise ValueError(f"expects a {self.ndim}-d tensor descriptor, got shape {list(shape)} "

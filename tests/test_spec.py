@@ -125,11 +125,14 @@ def test_conventions_follow_the_installed_release():
     assert c.oversized_shared == (v >= (3, 8))
 
 
+META = {"swizzle": 3, "elem_size": 2, "elem_type": 6, "block_size": [16, 16]}  # as Triton writes one
+
+
 def test_unknown_type_and_im2col_are_unsupported():
     with pytest.raises(S.UnsupportedSignature, match="fp8e5"):
         S.layout_for(["fp8e5"], tf32_flag=True)
     with pytest.raises(S.UnsupportedSignature, match="im2col"):
-        S.layout_for(["tensordesc_im2col<fp16[64, 64],input_rank=4>"], [{}], tf32_flag=True)
+        S.layout_for(["tensordesc_im2col<fp16[64, 64],input_rank=4>"], [META], tf32_flag=True)
 
 
 def test_parameter_space_is_limited_to_what_cuda_allows():
@@ -143,7 +146,7 @@ def test_parameter_space_is_limited_to_what_cuda_allows():
 
 def test_descriptor_count_must_match_metadata():
     with pytest.raises(S.UnsupportedSignature, match="2 tensordesc_meta entries for 1"):
-        S.layout_for(["tensordesc<fp16[16, 16]>"], [{"a": 1}, {"a": 2}], tf32_flag=True)
+        S.layout_for(["tensordesc<fp16[16, 16]>"], [META, META], tf32_flag=True)
 
 
 def test_limits_are_the_native_librarys():

@@ -8,6 +8,7 @@ The kernel is a real one, compiled by Triton on the CPU for sm_90 (where host de
 lowered to TMA); the specs are its own, with one tensordesc_meta entry edited."""
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -63,47 +64,47 @@ def put(**fields):
 
 
 BROKEN = [
-    (drop("swizzle"), "has no 'swizzle': expected an integer in [0, 6]"),
-    (drop("elem_size"), "has no 'elem_size': expected 1, 2, 4 or 8"),
-    (drop("elem_type"), "has no 'elem_type': expected an integer in [0, 15]"),
-    (drop("block_size"), "has no 'block_size': expected a list of 2 sizes"),
-    (put(elem_type=16), "'elem_type' is 16: expected an integer in [0, 15]"),  # past the element-type table
-    (put(elem_type="fp16"), "'elem_type' is 'fp16'"),
-    (put(swizzle=7), "'swizzle' is 7"),
-    (put(swizzle=None), "'swizzle' is None"),
-    (put(elem_size=3), "'elem_size' is 3: expected 1, 2, 4 or 8"),
-    (put(block_size=64), "'block_size' is 64: expected a list of 2 sizes in [1, 256]"),
-    (put(block_size=[64, "64"]), "'block_size' is [64, '64']"),
-    (put(block_size=[64, 512]), "'block_size' is [64, 512]"),
-    (put(block_size=[64]), "'block_size' is [64]: expected a list of 2 sizes"),  # a rank from_json does not check
-    (put(fp4_padded="yes"), "'fp4_padded' is 'yes': expected true or false"),
-    (put(is_im2col=True), "'is_im2col' is True: expected false"),
+    (drop("swizzle"), "tensordesc_meta[0]: missing field 'swizzle'"),
+    (drop("elem_size"), "tensordesc_meta[0]: missing field 'elem_size'"),
+    (drop("elem_type"), "tensordesc_meta[0]: missing field 'elem_type'"),
+    (drop("block_size"), "tensordesc_meta[0]: missing field 'block_size'"),
+    (put(elem_type=16), "tensordesc_meta[0].elem_type: 16 is out of range [0, 15]"),  # past the element-type table
+    (put(elem_type="fp16"), "tensordesc_meta[0].elem_type: expected an integer, got 'fp16'"),
+    (put(swizzle=7), "tensordesc_meta[0].swizzle: 7 is out of range [0, 6]"),
+    (put(swizzle=None), "tensordesc_meta[0].swizzle: expected an integer, got None"),
+    (put(elem_size=3), "tensordesc_meta[0].elem_size: 3 bytes is not 1, 2, 4 or 8"),
+    (put(block_size=64), "tensordesc_meta[0].block_size: 64 is not 2 sizes in [1, 256]"),
+    (put(block_size=[64, "64"]), "tensordesc_meta[0].block_size: [64, '64'] is not 2 sizes"),
+    (put(block_size=[64, 512]), "tensordesc_meta[0].block_size: [64, 512] is not 2 sizes"),
+    (put(block_size=[64]), "tensordesc_meta[0].block_size: [64] is not 2 sizes"),  # a rank from_json cannot check
+    (put(fp4_padded="yes"), "tensordesc_meta[0].fp4_padded: expected true or false, got 'yes'"),
+    (put(is_im2col=True), "tensordesc_meta[0].is_im2col: im2col tensor descriptors are not supported"),
+    (put(im2col_offsets=[0]), "tensordesc_meta[0]: unknown fields ['im2col_offsets']"),  # a field Triton may add
 ]
 IDS = ["no swizzle", "no elem_size", "no elem_type", "no block_size", "elem_type past the table", "elem_type a name",
        "swizzle 7", "swizzle None", "elem_size 3", "block an int", "block of a str", "block too large",
-       "block of another rank", "fp4_padded a str", "im2col"]
+       "block of another rank", "fp4_padded a str", "im2col", "an unknown field"]
 
 
 @pytest.mark.parametrize("edit, message", BROKEN, ids=IDS)
-def test_a_spec_with_tensordesc_meta_triton_never_writes_is_a_spec_error_naming_the_parameter(spec, edit, message):
-    broken = with_meta(spec, edit)
-    for _ in range(2):  # the same again: nothing was remembered or armed by the first refusal
-        with pytest.raises(SpecError) as e:
-            dry_run(broken, desc(), desc(ADDRESS + 0x10000), 64, 64)
-        assert str(e.value).startswith(f"kernel {spec.kernel!r}: parameter 'in_desc': its tensordesc_meta entry")
+def test_a_spec_with_tensordesc_meta_triton_never_writes_is_refused_when_planned(spec, edit, message):
+    """spec.check_tensordesc_meta, the one rule: layout_for refuses the entry (UnsupportedSignature: the
+    stock launcher takes a Triton kernel whose entry it does not know), before any launcher is made;
+    LaunchSpec.from_json refuses a file's spec with it (SpecError naming the field)."""
+    for _ in range(2):  # the same again: nothing was remembered by the first refusal
+        with pytest.raises(S.UnsupportedSignature) as e:
+            with_meta(spec, edit)
         assert message in str(e.value)
-    if "[64]:" not in message:  # the rules LaunchSpec.from_json holds a file's spec to
-        with pytest.raises(SpecError, match="tensordesc_meta"):
-            LaunchSpec.from_json(json.loads(json.dumps(broken.to_json())))
+    good = with_meta(spec, lambda m: None).to_json()
+    edit(good["tensordesc_meta"][0])
+    with pytest.raises(SpecError, match="spec.*" + re.escape(message.split(":")[0])):
+        LaunchSpec.from_json(json.loads(json.dumps(good)))
 
 
-def test_the_encoder_of_a_broken_entry_is_made_and_refuses_each_descriptor(spec):
-    """Making the encoder (when a launcher of the spec is made) does not raise: there is no
-    parameter name to give there. Each descriptor it is given is then refused."""
-    enc = DescriptorEncoder({"swizzle": 3, "elem_size": 2, "block_size": [64, 64]}, 2, spec.conventions)
-    with pytest.raises(SpecError, match="has no 'elem_type'"):
-        enc(desc())
-    assert enc.cache == {}
+def test_a_tensordesc_meta_entry_that_is_not_an_object_is_refused(spec):
+    with pytest.raises(S.UnsupportedSignature, match=r"tensordesc_meta\[1\]: expected an object, got str"):
+        S.layout_for([a.type for a in spec.args], [spec.args[0].desc.meta, "swizzle"],
+                     tf32_flag=spec.conventions.tensordesc_tf32_flag)
 
 
 def test_a_tma_descriptor_without_a_base_is_a_type_error_naming_the_parameter(spec):
