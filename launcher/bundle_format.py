@@ -49,6 +49,8 @@ _FILE_KINDS = {"spec": "spec.json", "cubin": "kernel.cubin", "ptx": "kernel.ptx"
 _LAYER_KINDS = ("autotune", "heuristics")
 _CONFIG_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 MAX_PARAMS = 1024  # Python parameters of one kernel (constexprs included: they cost no kernel parameter bytes)
+MAX_LAYERS = 16  # autotune and heuristics layers around one kernel (Triton's stacks hold one to three): each call
+                 # reads the parameters once per layer (variants.Chooser.apply_layers)
 
 
 class BundleError(ValueError):
@@ -778,8 +780,10 @@ class _Reader:
             for i, (param, arg) in enumerate(zip(params, spec.args)):
                 if param.constexpr and arg.kind != "constexpr":
                     self.fail(f"{what}: parameter {param.name!r} is a constexpr, variant {vid} passes it as {arg.type!r}")
-        layers = tuple(self.layer(layer, f"{what}.layers[{i}]", known)
-                       for i, layer in enumerate(self.get(k, "layers", list, what)))
+        listed = self.get(k, "layers", list, what)
+        if len(listed) > MAX_LAYERS:
+            self.fail(f"{what}.layers: {len(listed)} layers; a kernel may have at most {MAX_LAYERS}")
+        layers = tuple(self.layer(layer, f"{what}.layers[{i}]", known) for i, layer in enumerate(listed))
         calls = []
         for i, c in enumerate(self.get(k, "calls", list, what)):
             w = f"{what}.calls[{i}]"

@@ -149,21 +149,13 @@ def autotune_key(key_names, param_names, passed: dict) -> dict:
     dtypes = []
     for name in param_names:
         if name in passed:
-            dtype = _dtype_of(passed[name])
+            dtype = getattr(passed[name], "dtype", None)
             if dtype is not None:
-                dtypes.append(dtype)
+                try:
+                    dtypes.append(dtype_name(dtype))
+                except TypeError:
+                    dtypes.append(str(dtype))
     return {"values": values, "dtypes": dtypes}
-
-
-def _dtype_of(value):
-    """The Triton name of a value's dtype (str() where Triton has none for it), or None."""
-    dtype = getattr(value, "dtype", None)
-    if dtype is None:
-        return None
-    try:
-        return dtype_name(dtype)
-    except TypeError:
-        return str(dtype)
 
 
 def _describe_key(key) -> str:
@@ -255,53 +247,6 @@ def _show_constant(data) -> str:
     return repr(value.data if isinstance(value, Encoded) else value)
 
 
-class _Passed:
-    """What the layers of one call read, kept up to date as they set values (Chooser.apply_layers):
-    `passed` (parameter name -> value, for each one not MISSING; a name given twice has its last
-    parameter's), whether an autotune config is chosen (any of its names passed or set, as a
-    value or a compile option) and the dtypes part of an autotune key."""
-
-    def __init__(self, chooser, values: list, options: dict):
-        self.values, self.names = values, chooser.names
-        self.passed = passed = {n: v for n, v in zip(chooser.names, values) if v is not MISSING}
-        # a layer sets a name's first parameter (names.index's): where a later one of the same
-        # name was passed, `passed` keeps that one's value
-        self.shadowed = frozenset() if chooser.unique_names else {
-            n for j, n in enumerate(chooser.names) if values[j] is not MISSING and chooser.position(n) != j}
-        self.config_names = chooser.config_names
-        self.config_chosen = any(n in passed or n in options for n in chooser.config_names)
-        self.dtypes = None  # the dtypes of an autotune key, made when first needed and again where a set changes them
-        self.with_dtype = frozenset()  # the names whose passed value gave one
-
-    def set(self, name, i: int, value) -> None:
-        """values[i] = value, where i is the position of the parameter `name`."""
-        self.values[i] = value
-        if name in self.shadowed:
-            return
-        self.passed[name] = value
-        if name in self.config_names:
-            self.config_chosen = True
-        if self.dtypes is not None and (name in self.with_dtype or getattr(value, "dtype", None) is not None):
-            self.dtypes = None
-
-    def option_set(self, option) -> None:
-        if option in self.config_names:
-            self.config_chosen = True
-
-    def autotune_key(self, key_names) -> dict:
-        """autotune_key(key_names, names, passed), its dtypes made once for all the layers that ask."""
-        passed = self.passed
-        if self.dtypes is None:  # autotune_key's dtypes, noting whose value gave one
-            self.dtypes, self.with_dtype = [], set()
-            for name in self.names:
-                if name in passed:
-                    dtype = _dtype_of(passed[name])
-                    if dtype is not None:
-                        self.dtypes.append(dtype)
-                        self.with_dtype.add(name)
-        return {"values": [call_form(passed[name]) for name in key_names if name in passed], "dtypes": self.dtypes}
-
-
 class Chooser:
     """Chooses the variant of one bundled kernel for a call (see the module docstring).
 
@@ -323,61 +268,53 @@ class Chooser:
                 for c in layer.configs:
                     self.config_names.update(c["kwargs"])
                 self.config_names.update(("num_warps", "num_stages", "num_ctas", "maxnreg"))
-        self.positions = {}  # parameter name -> its index (the first, as names.index says), for str names
+        self.positions = {}  # parameter name -> its first index (what names.index answers)
         for i, n in enumerate(self.names):
-            if n.__class__ is str:
-                self.positions.setdefault(n, i)
-        self.unique_names = len(self.positions) == len(self.names)  # a bundle's: str, each once
+            self.positions.setdefault(n, i)
 
     def position(self, name) -> int:
         """self.names.index(name), in one lookup: the same index, or the same ValueError."""
-        i = self.positions.get(name) if name.__class__ is str else None
+        i = self.positions.get(name)
         return i if i is not None else self.names.index(name)
 
     # -- the layers --
     def apply_layers(self, values: list, options: dict):
         """Fill in what the autotune and heuristics layers decide: returns (values, options,
         wildcard) where wildcard says the compile options not given are open (the caller chose
-        an autotune config itself, possibly in part).
-
-        Each layer reads what the caller passed and what the layers before it set (`passed`), kept
-        up to date as a layer sets a value rather than made again per layer: the work is the
-        layers' own size plus the parameters', however many layers a bundle has."""
+        an autotune config itself, possibly in part). Each layer reads what was passed and what
+        the layers before it set: parameters x layers, which the bundle bounds (MAX_LAYERS)."""
         values = list(values)
         options = dict(options)
         wildcard = False
-        if not self.kernel.layers:
-            return values, options, wildcard
-        state = _Passed(self, values, options)
         for layer in self.kernel.layers:
+            passed = {n: v for n, v in zip(self.names, values) if v is not MISSING}
             if layer.kind == "autotune":
-                if state.config_chosen:
+                chosen_by_caller = [n for n in self.config_names if n in passed or n in options]
+                if chosen_by_caller:
                     wildcard = True
                     continue
-                config = self._config_for(layer, state)
+                config = self._config_for(layer, passed)
                 for name, data in config["kwargs"].items():
                     i = self.position(name)
                     if values[i] is MISSING:
-                        state.set(name, i, decode_constant(data))
+                        values[i] = decode_constant(data)
                 for option in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
                     if config.get(option) is not None:
                         options[option] = config[option]
-                        state.option_set(option)
             else:
                 if all(values[self.position(n)] is not MISSING for n in layer.names):
                     continue  # the caller computed them all
                 # Triton's Heuristics.run computes every name of the layer, over any the caller passed:
                 # a recorded value of each, never one passed value beside others recorded for another
-                found = self._heuristics_for(layer, state.passed, list(layer.names))
+                found = self._heuristics_for(layer, passed, list(layer.names))
                 for name in layer.names:
-                    value = decode_constant(found[name])  # before the position, as before: a KeyError first
-                    state.set(name, self.position(name), value)
+                    values[self.position(name)] = decode_constant(found[name])
         return values, options, wildcard
 
-    def _config_for(self, layer, state):
+    def _config_for(self, layer, passed):
         if len(layer.configs) == 1:  # Triton does not tune a single config
             return layer.configs[0]
-        key = state.autotune_key(layer.key)
+        key = autotune_key(layer.key, self.names, passed)
         for recorded, index in layer.choices:
             if recorded == key:
                 return layer.configs[index]

@@ -156,6 +156,19 @@ def _many_params(raw, n, layers=True):
     return reseal(raw, manifest, spec)
 
 
+def test_a_kernel_has_at_most_max_layers_layers(small):
+    """Each call reads the parameters once per layer (variants.Chooser.apply_layers): a kernel
+    has at most BF.MAX_LAYERS layers, as it has at most BF.MAX_PARAMS parameters."""
+    def layers(n):
+        def manifest(m):
+            k = next(k for k in m["kernels"] if k["name"] == "kernels.add_kernel")
+            k["layers"] = [{"kind": "heuristics", "names": ["BLOCK"], "records": [{"inputs": {}, "values": {"BLOCK": 1024}}]}] * n
+        return reseal(small, manifest)
+
+    assert len(BF.parse_bundle(layers(BF.MAX_LAYERS), "bundle 'b'").kernels["kernels.add_kernel"].layers) == BF.MAX_LAYERS
+    refused(layers(BF.MAX_LAYERS + 1), f"{BF.MAX_LAYERS + 1} layers; a kernel may have at most {BF.MAX_LAYERS}")
+
+
 def test_manifest_checks_cost_one_lookup_per_name(small, monkeypatch):
     """Autotune keys, config kwargs, heuristics names and inputs, and recorded calls were checked
     with `name in list` (and set(names) built again per record): N^2 for N parameters. Each is one
