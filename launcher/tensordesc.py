@@ -56,6 +56,19 @@ def _base_of(base):
     return CudaArray(base)
 
 
+PADDINGS = ("zero", "nan")  # what a descriptor's padding may be (Triton's TensorDescriptor's too)
+
+
+def nan_padding(padding) -> bool:
+    """Whether a descriptor's `padding` asks for NaN out of bounds: the one rule every path that
+    encodes or decomposes a descriptor reads it by. Anything but 'zero' and 'nan' is a ValueError
+    (Triton's launcher zero-fills it: a descriptor object of the user's own reaches it unchecked)."""
+    if padding.__class__ is str and padding in PADDINGS:
+        return padding == "nan"
+    shown = repr(padding) if padding.__class__ in (str, int, float, type(None)) else f"a {type(padding).__name__}"
+    raise ValueError(f"padding must be 'zero' or 'nan', got {shown[:60]}")
+
+
 @dataclass
 class TensorDescriptor:
     """A host tensor descriptor: a `block_shape` tile of `base` viewed as `shape` with `strides`
@@ -96,9 +109,11 @@ class TensorDescriptor:
             raise ValueError(f"TensorDescriptor: shape {self.shape} must be positive")
         if self.strides[-1] != 1:
             raise ValueError(f"TensorDescriptor: the last dimension must be contiguous (strides {self.strides})")
-        if self.padding not in ("zero", "nan"):
-            raise ValueError(f"TensorDescriptor: padding must be 'zero' or 'nan', got {self.padding!r}")
-        if self.padding == "nan" and name not in _FLOATS:
+        try:
+            nan = nan_padding(self.padding)
+        except ValueError as e:
+            raise ValueError(f"TensorDescriptor: {e}") from None
+        if nan and name not in _FLOATS:
             raise ValueError(f"TensorDescriptor: padding 'nan' needs a floating-point tensor, got {name}")
         if self.round_f32_to_tf32 and name != "fp32":
             raise ValueError(f"TensorDescriptor: round_f32_to_tf32 needs an fp32 tensor, got {name}")

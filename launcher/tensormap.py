@@ -16,6 +16,7 @@ import functools
 import operator
 
 from launcher import driver
+from launcher.tensordesc import nan_padding
 
 _BIT21_DRIVERS = 13010  # drivers up to 13.1 get the CUTLASS workaround
 _BIT21_EXTENT = 128 * 1024  # ... for tensors whose last byte lies below 128 KiB
@@ -180,7 +181,7 @@ class DescriptorEncoder:
                 raise TypeError(f"a TMA tensor descriptor's base must be a tensor (with data_ptr()) or an int "
                                 f"address, got {type(base).__name__}") from None
             raise  # raised inside the tensor's own data_ptr()
-        key = (address, shape, strides, desc.padding == "nan", tf32)
+        key = (address, shape, strides, nan_padding(desc.padding), tf32)
         data = self.cache.get(key)
         if data is None:
             data = self._encode(key)
@@ -239,7 +240,8 @@ def decomposer(tf32_flag: bool, ndim: int):
             raise ValueError(f"expects a {ndim}-d tensor descriptor, got shape {list(shape)} "
                              f"and strides {list(strides)}")
         # a descriptor without the flag (Triton 3.6's, or a user's own) is not rounded, as the TMA encoder takes it
-        flags = (d.padding == "nan", bool(getattr(d, "round_f32_to_tf32", False))) if tf32_flag else (d.padding == "nan",)
+        nan = nan_padding(d.padding)
+        flags = (nan, bool(getattr(d, "round_f32_to_tf32", False))) if tf32_flag else (nan,)
         return (ptr, *shape, *strides, *flags, *shape, *strides)
 
     return decompose

@@ -140,3 +140,24 @@ def test_a_tensor_map_of_anything_but_128_bytes_says_so(data, error, message):
         TensorMap(data)
     assert TensorMap(list(range(128))).data == bytes(range(128))
     assert TensorMap(bytearray(128)).data == bytes(128)
+
+
+class OwnDescriptor:
+    """A descriptor object of the user's own (Triton's TensorDescriptor checks its padding when made)."""
+
+    def __init__(self, padding, base=ADDRESS):
+        self.base, self.shape, self.strides, self.block_shape = FakeTensor(base, tl.float16), [256, 128], [128, 1], [64, 64]
+        self.padding = padding
+
+
+@pytest.mark.parametrize("arch", [90, 80], ids=["TMA map (sm_90)", "decomposed (sm_80)"])
+@pytest.mark.parametrize("padding", ["NaN", "zeros", None, 1])
+def test_a_padding_other_than_zero_or_nan_is_refused_not_zero_filled(padding, arch):
+    """tensordesc.nan_padding, the one rule the encoder and the decomposer read padding by: Triton's
+    launcher zero-fills any padding but 'nan'; here it is a ValueError naming the parameter."""
+    ck = compile_cpu(K.tma_copy_kernel, TMA_SIG, (("BM", 64), ("BN", 64)), arch)
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    if arch == 80:  # (a TMA map is encoded by the driver: none here)
+        assert dry_run(spec, OwnDescriptor("nan"), OwnDescriptor("zero", ADDRESS + 0x10000), 64, 64) is not None
+    with pytest.raises(ValueError, match=r"parameter 'in_desc'.*padding must be 'zero' or 'nan', got"):
+        dry_run(spec, OwnDescriptor(padding), OwnDescriptor("zero", ADDRESS + 0x10000), 64, 64)
