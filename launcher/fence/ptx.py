@@ -472,18 +472,23 @@ class _Parser:
             # a statement: up to ';', continued over lines only where PTX allows it
             start = number
             text = line
-            while True:
-                end = text.find(";")
-                if end >= 0:
-                    break
-                if not (_depth(text) > 0 or text.rstrip().endswith((",", "(")) or
-                        text.startswith(_CONTINUED_DIRECTIVES)):
-                    raise self.error(start, f"statement without ';': {text[:80]!r}")
-                item = self._next_line()
-                if item is None:
-                    raise self.error(start, f"statement without ';': {text[:80]!r}")
-                number = item[0]
-                text += " " + item[1]
+            end = text.find(";")
+            if end < 0:  # each line is read once: a jump table of thousands of lines stays linear
+                parts, depth, continued = [text], _depth(text), text.startswith(_CONTINUED_DIRECTIVES)
+                while True:
+                    if not (depth > 0 or parts[-1].endswith((",", "(")) or continued):
+                        raise self.error(start, f"statement without ';': {' '.join(parts)[:80]!r}")
+                    item = self._next_line()
+                    if item is None:
+                        raise self.error(start, f"statement without ';': {' '.join(parts)[:80]!r}")
+                    number, last = item
+                    parts.append(last)
+                    end = last.find(";")
+                    if end >= 0:
+                        break
+                    depth += _depth(last)
+                text = " ".join(parts)
+                end += len(text) - len(last)
             statement, line = " ".join(text[:end].split()), text[end + 1:].lstrip()
             if not statement:
                 continue  # an empty statement
