@@ -495,9 +495,18 @@ static int put_value(char *buf, Py_ssize_t offset, char code, PyObject *v) {
     return 1;
 }
 
+/* What an error that Python code a C path ran (data_ptr(), dtype, __index__, an attribute) raised
+ * makes of the call: 0, declined, for an Exception (cleared: the general path meets it again and
+ * explains); -1, raised, for anything else (KeyboardInterrupt, SystemExit, GeneratorExit): an
+ * interrupt is never lost to a fallback that runs the same code again, and may launch. */
+static int decline_error(void) {
+    if (PyErr_ExceptionMatches(PyExc_Exception)) { PyErr_Clear(); return 0; }
+    return -1;
+}
+
 /* Check argument `a` against `c` and pack it: 1 packed, 0 declined (the general path decides),
  * -1 an error to raise (only where Python code the check calls raised something other than
- * Exception: KeyboardInterrupt and the like). */
+ * Exception: KeyboardInterrupt and the like; decline_error). */
 static int check_pack(const check *c, PyObject *a, char *buf, t_call *tc) {
     switch (c->kind) {
     case LAUNCHER_CHECK_CONSTEXPR:
@@ -505,19 +514,18 @@ static int check_pack(const check *c, PyObject *a, char *buf, t_call *tc) {
         if (!c->eq || Py_TYPE(a) != Py_TYPE(c->obj)) return 0;
         {
             int r = PyObject_RichCompareBool(a, c->obj, Py_EQ);
-            if (r < 0) { PyErr_Clear(); return 0; }
-            return r;
+            return r < 0 ? decline_error() : r;
         }
     case LAUNCHER_CHECK_POINTER: {
         __int128 v;
         if ((PyObject *)Py_TYPE(a) == c->obj) {
             const tensor_reads_t *r = t_for(tc, c->obj, 1);
             PyObject *dt = t_dtype(r, a);
-            if (!dt) { PyErr_Clear(); return 0; }
+            if (!dt) return decline_error();
             Py_DECREF(dt);  /* identity only: dtypes are singletons */
             if (dt != c->dtype) return 0;
             PyObject *p = t_data_ptr(r, a);
-            if (!p) { PyErr_Clear(); return 0; }
+            if (!p) return decline_error();
             int ok = PyLong_Check(p) && as_int128(p, &v) == 0;
             Py_DECREF(p);
             if (!ok) { PyErr_Clear(); return 0; }
@@ -562,10 +570,7 @@ static int check_pack(const check *c, PyObject *a, char *buf, t_call *tc) {
             return 0;
         } else {
             PyObject *p = t_data_ptr(t_for(tc, (PyObject *)Py_TYPE(a), 0), a);
-            if (!p) {
-                if (PyErr_ExceptionMatches(PyExc_Exception)) { PyErr_Clear(); return 0; }
-                return -1;
-            }
+            if (!p) return decline_error();
             int ok = PyLong_CheckExact(p) && as_int128(p, &v) == 0;
             Py_DECREF(p);
             if (!ok) { PyErr_Clear(); return 0; }
@@ -576,10 +581,7 @@ static int check_pack(const check *c, PyObject *a, char *buf, t_call *tc) {
     }
     case LAUNCHER_CHECK_CALL: {
         PyObject *vs = PyObject_CallFunctionObjArgs(c->obj, a, NULL);
-        if (!vs) {
-            if (PyErr_ExceptionMatches(PyExc_Exception)) { PyErr_Clear(); return 0; }
-            return -1;
-        }
+        if (!vs) return decline_error();
         int r = PyTuple_Check(vs) && PyTuple_Size(vs) == c->n;
         for (Py_ssize_t i = 0; r && i < c->n; i++)
             r = put_value(buf, c->offsets[i], c->codes[i], PyTuple_GetItem(vs, i));
@@ -653,23 +655,26 @@ static int hook_set(PyObject *runtime, PyObject *hook_chain, PyObject *name) {
     return set;
 }
 
-/* The current stream, as the getter gives it (an int, or anything with __index__, as the
- * general path takes it); -1 with the getter's error.  The getter and its arguments are held
- * while it runs: it may close this prepared launch. */
+/* The current stream, as the getter gives it: 1 with *stream set where it is an int in
+ * [0, 2**64) or has an __index__ giving one (as the general path takes it); 0, declined, for
+ * anything else (the general path asks again and names the stream in its error); -1 with the
+ * getter's error (or an __index__'s KeyboardInterrupt and the like: decline_error).  The getter
+ * and its arguments are held while it runs: it may close this prepared launch. */
 static int current_stream(FastCall *self, uint64_t *stream) {
     if (!self->stream_fn) { PyErr_SetString(PyExc_ValueError, "this prepared launch was closed"); return -1; }
     PyObject *fn = Py_NewRef(self->stream_fn), *args = Py_NewRef(self->stream_args);
     PyObject *s = PyObject_Call(fn, args, NULL);
     Py_DECREF(fn);
     Py_DECREF(args);
-    PyObject *index = s ? PyNumber_Index(s) : NULL;
-    Py_XDECREF(s);
-    if (!index) return -1;
+    if (!s) return -1;
+    PyObject *index = PyNumber_Index(s);
+    Py_DECREF(s);
+    if (!index) return decline_error();
     unsigned long long u = PyLong_AsUnsignedLongLong(index);
     Py_DECREF(index);
-    if (u == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    if (u == (unsigned long long)-1 && PyErr_Occurred()) return decline_error();  /* negative, or 2**64 on */
     *stream = u;
-    return 0;
+    return 1;
 }
 
 /* self._failed(status, packed bytes), from native_call's refusal (status, packed bytes). */
@@ -682,7 +687,8 @@ static PyObject *failed(FastCall *self, PyObject *refusal) {
     Py_RETURN_NONE;  /* _failed raises; should it not, the launch counts as done */
 }
 
-/* The grid from the callable grid: 1 done, 0 declined, -1 error (the callable raised). */
+/* The grid from the callable grid: 1 done, 0 declined, -1 error (the callable raised, or an
+ * item's __index__ raised KeyboardInterrupt or the like: decline_error). */
 static int call_grid(PyObject *grid_fn, PyObject *names, Py_ssize_t n, PyObject *const *values, int32_t grid[3]) {
     PyObject *named = PyDict_New();
     if (!named) return -1;
@@ -701,7 +707,8 @@ static int call_grid(PyObject *grid_fn, PyObject *names, Py_ssize_t n, PyObject 
         Py_XDECREF(item);
         long long v = x ? PyLong_AsLongLong(x) : -1;
         Py_XDECREF(x);
-        if ((v == -1 && PyErr_Occurred()) || v < INT32_MIN || v > INT32_MAX) { PyErr_Clear(); ok = 0; }
+        if (v == -1 && PyErr_Occurred()) { ok = decline_error(); break; }
+        if (v < INT32_MIN || v > INT32_MAX) ok = 0;
         else grid[i] = (int32_t)v;
     }
     Py_DECREF(g);
@@ -824,8 +831,9 @@ static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     if (n == 0 && !named) {  /* the prepared arguments: the launch bound at prepare time */
         if (!self->bound) return general(self, args, kwargs);
         uint64_t stream;
-        if (current_stream(self, &stream) < 0) return NULL;
-        if (!self->bound) return general(self, args, kwargs);  /* closed while the stream was asked for */
+        int got = current_stream(self, &stream);
+        if (got < 0) return NULL;
+        if (!got || !self->bound) return general(self, args, kwargs);  /* an odd stream, or closed meanwhile */
         PyObject *keep = Py_NewRef(self->bound_keep), *buf = Py_NewRef(self->bound_buf);
         bound_fn fn = self->bound_launch;
         launcher_bound *h = self->bound;
@@ -884,8 +892,9 @@ static PyObject *fc_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     }
     if (decline || !self->ready) { result = general(self, args, kwargs); goto done; }
     uint64_t stream;
-    if (current_stream(self, &stream) < 0) goto done;
-    if (!self->ready) { result = general(self, args, kwargs); goto done; }  /* closed by the stream getter */
+    int got = current_stream(self, &stream);
+    if (got < 0) goto done;
+    if (!got || !self->ready) { result = general(self, args, kwargs); goto done; }  /* an odd stream, or closed */
     memcpy(buf + STREAM_AT, &stream, 8);
     memcpy(buf + GRID_AT, grid, 12);
     PyObject *out = NULL, *ran = native_call(plan, launch, dry, buf, size, out_size, &out);
