@@ -1304,7 +1304,11 @@ GC_TYPE(fl, FlatLaunch, 0,
  * in one call of the native library's launcher_encode_tensor_map, with no cache (an encode
  * costs less than a cache's key).  Everything else, an encoder failure included, goes to
  * `fallback` (the Python DescriptorEncoder), which checks, encodes and explains: this code
- * never raises about a descriptor, it only declines. */
+ * never raises about a descriptor, it only declines (what Python code it runs raised, an
+ * Exception, is the fallback's to meet again; a KeyboardInterrupt or the like is raised:
+ * decline_error).  It reads what the Python encoder reads, as that reads it: the padding an
+ * exact str (tensordesc.nan_padding), round_f32_to_tf32 as getattr(desc, name, False) does, the
+ * sizes and strides as tuple() iterates them. */
 typedef struct {
     PyObject_HEAD
     PyObject *fallback;        /* desc -> values: the Python encoder */
@@ -1317,10 +1321,22 @@ typedef struct {
 
 static PyObject *s_base, *s_shape, *s_strides, *s_padding, *s_tf32;
 
-/* The ints of a list or tuple of n exact ints into dims; 0 (no error set) when it is not one. */
-static int int_items(PyObject *seq, Py_ssize_t n, int64_t *dims) {
+/* Whether seq is a list (1) or a tuple (0) whose items are what iterating it gives: an exact
+ * one, or one of a subclass that keeps the base's __iter__ (torch.Size); -1 for anything else. */
+static int plain_sequence(PyObject *seq) {
     int is_list = PyList_Check(seq);
-    if (!is_list && !PyTuple_Check(seq)) return 0;
+    if (!is_list && !PyTuple_Check(seq)) return -1;
+    if (is_list ? PyList_CheckExact(seq) : PyTuple_CheckExact(seq)) return is_list;
+    PyTypeObject *base = is_list ? &PyList_Type : &PyTuple_Type;
+    return PyType_GetSlot(Py_TYPE(seq), Py_tp_iter) == PyType_GetSlot(base, Py_tp_iter) ? is_list : -1;
+}
+
+/* The ints of a list or tuple of n exact ints into dims, and the items themselves into objs (new
+ * references, which the caller releases, set or not: Python code that runs later, a property or
+ * a finalizer, may empty a list); 0 (no error set) when it is not one. */
+static int int_items(PyObject *seq, Py_ssize_t n, int64_t *dims, PyObject **objs) {
+    int is_list = plain_sequence(seq);
+    if (is_list < 0) return 0;
     if ((is_list ? PyList_Size(seq) : PyTuple_Size(seq)) != n) return 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = is_list ? PyList_GetItem(seq, i) : PyTuple_GetItem(seq, i);
@@ -1329,13 +1345,15 @@ static int int_items(PyObject *seq, Py_ssize_t n, int64_t *dims) {
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
         if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
         dims[i] = x;
+        objs[i] = Py_NewRef(v);
     }
     return 1;
 }
 
-/* The encoded values of `desc`, or NULL without an error where the fallback must take it. */
+/* The encoded values of `desc`; NULL without an error where the fallback must take it, NULL
+ * with one where Python code it ran raised something other than an Exception. */
 static PyObject *desc_fast(DescEncoder *self, PyObject *desc) {
-    PyObject *base = NULL, *shape = NULL, *strides = NULL, *padding = NULL, *result = NULL;
+    PyObject *base = NULL, *shape = NULL, *strides = NULL, *padding = NULL, *result = NULL, *items[10] = {NULL};
     int64_t dims[10];
     uint64_t address;
     const Py_ssize_t n = self->ndim;
@@ -1351,19 +1369,20 @@ static PyObject *desc_fast(DescEncoder *self, PyObject *desc) {
         Py_DECREF(p);
     }
     if (address == (uint64_t)-1) goto decline;  /* not an address (or a negative one): Python says so */
-    if (!(padding = PyObject_GetAttr(desc, s_padding)) || !PyUnicode_Check(padding)) goto decline;
+    if (!(padding = PyObject_GetAttr(desc, s_padding)) || !PyUnicode_CheckExact(padding)) goto decline;
     int nan = PyUnicode_CompareWithASCIIString(padding, "nan") == 0;
     if (!nan && PyUnicode_CompareWithASCIIString(padding, "zero") != 0) goto decline;
     if (!self->format[nan]) goto decline;
     if (self->check_tf32) {
         PyObject *r = PyObject_GetAttr(desc, s_tf32);
-        if (!r) PyErr_Clear();
+        if (!r && !PyErr_ExceptionMatches(PyExc_AttributeError)) goto decline;  /* as getattr(desc, name, False) */
+        PyErr_Clear();
         int plain = !r || r == Py_False;
         Py_XDECREF(r);
         if (!plain) goto decline;
     }
-    if (!(shape = PyObject_GetAttr(desc, s_shape)) || !int_items(shape, n, dims)) goto decline;
-    if (!(strides = PyObject_GetAttr(desc, s_strides)) || !int_items(strides, n, dims + n)) goto decline;
+    if (!(shape = PyObject_GetAttr(desc, s_shape)) || !int_items(shape, n, dims, items)) goto decline;
+    if (!(strides = PyObject_GetAttr(desc, s_strides)) || !int_items(strides, n, dims + n, items + n)) goto decline;
     if (dims[2 * n - 1] != 1) goto decline;
     char map[128];
     if (self->encode(map, self->format[nan], address, dims) != 0) goto decline;
@@ -1371,19 +1390,15 @@ static PyObject *desc_fast(DescEncoder *self, PyObject *desc) {
     PyObject *data = PyBytes_FromStringAndSize(map, 128);
     if (!data) goto decline;
     PyTuple_SetItem(result, 0, data);
-    PyObject *seqs[2] = {shape, strides};
-    for (int k = 0; k < 2; k++) {
-        int is_list = PyList_Check(seqs[k]);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *v = is_list ? PyList_GetItem(seqs[k], i) : PyTuple_GetItem(seqs[k], i);
-            Py_INCREF(v);
-            PyTuple_SetItem(result, 1 + k * n + i, v);
-        }
+    for (Py_ssize_t i = 0; i < 2 * n; i++) {  /* the items encoded, held since they were read */
+        PyTuple_SetItem(result, 1 + i, items[i]);
+        items[i] = NULL;
     }
     Py_DECREF(base); Py_DECREF(shape); Py_DECREF(strides); Py_DECREF(padding);
     return result;
 decline:  /* an error on the way (an attribute missing, no memory) is the fallback's to meet again */
-    PyErr_Clear();
+    if (PyErr_Occurred()) decline_error();  /* a KeyboardInterrupt or the like stays set */
+    for (Py_ssize_t i = 0; i < 2 * n; i++) Py_XDECREF(items[i]);
     Py_XDECREF(result); Py_XDECREF(base); Py_XDECREF(shape); Py_XDECREF(strides); Py_XDECREF(padding);
     return NULL;
 }
@@ -1392,7 +1407,7 @@ static PyObject *de_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     DescEncoder *self = (DescEncoder *)op;
     if (!kwargs && PyTuple_Size(args) == 1) {
         PyObject *out = desc_fast(self, PyTuple_GetItem(args, 0));
-        if (out) return out;
+        if (out || PyErr_Occurred()) return out;
     }
     return PyObject_Call(self->fallback, args, kwargs);
 }
