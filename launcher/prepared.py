@@ -50,7 +50,7 @@ _MISSING = object()
 _LAUNCH_KEYWORDS = frozenset(("grid", "stream"))  # `launch`'s own keywords: never a parameter's, by name
 
 
-def prepare(kernel, grid, *args, **kwargs) -> "PreparedLaunch":
+def prepare(kernel, grid, /, *args, **kwargs) -> "PreparedLaunch":
     """A PreparedLaunch of `kernel[grid](*args, **kwargs)`: kernel is a @triton.jit function
     (possibly under @triton.autotune / @triton.heuristics) or a bundled kernel
     (launcher.load_bundle), which chooses its variant as its own call would."""
@@ -312,7 +312,7 @@ class PreparedLaunch(FastCall):
         self._check(values)
         return values
 
-    def launch(self, *args, grid=None, stream=None, **kwargs):
+    def launch(self, /, *args, grid=None, stream=None, **kwargs):
         """Launch with new arguments (or the prepared ones), on `grid` and `stream` when given
         (else the prepared grid, evaluated again when it is a callable, and the current stream)."""
         values = self._values_for(args, kwargs)
@@ -343,7 +343,7 @@ class PreparedLaunch(FastCall):
 class _ClosedLaunch(PreparedLaunch):
     """A prepared launch after close(): nothing launches."""
 
-    def _closed(self, *args, **kwargs):
+    def _closed(self, /, *args, **kwargs):
         raise ValueError(f"kernel {self.spec.kernel!r}: this prepared launch was closed (its module given back); "
                          "prepare the kernel again")
 
