@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import struct
+import threading
 
 from launcher import driver, triton_adapter as A
 from launcher import spec as S
@@ -48,6 +49,8 @@ __all__ = ["prepare", "PreparedLaunch", "AssumptionError"]
 
 _MISSING = object()
 _LAUNCH_KEYWORDS = frozenset(("grid", "stream"))  # `launch`'s own keywords: never a parameter's, by name
+_LAUNCHING = threading.RLock()  # guards the counts of general-path launches in progress (an RLock: a
+# finalizer that closes another prepared launch may run while it is held)
 
 
 def prepare(kernel, grid, /, *args, **kwargs) -> "PreparedLaunch":
@@ -144,6 +147,9 @@ class PreparedLaunch(FastCall):
     compiled: the CompiledKernel (kept alive, and the launch hooks' metadata comes from it);
     release: gives the module back (close(), or when the prepared launch is collected)."""
 
+    _launching = 0  # launches in progress on the general path: close() gives the module back after them
+    _deferred = None  # the release close() left to the last of them
+
     def __init__(self, spec, params, values, options, grid, *, function, stream, device=None, runtime=None,
                  layers=(), compiled=None, release=None, convert=None, dry_run=False):
         self.spec = spec
@@ -175,13 +181,20 @@ class PreparedLaunch(FastCall):
 
     def close(self) -> None:
         """Give the module back now (otherwise when the prepared launch is collected); calling
-        it afterwards is a ValueError (its function handle may belong to an unloaded module)."""
+        it afterwards is a ValueError (its function handle may belong to an unloaded module).
+        Closed from code a launch runs (a grid callable, data_ptr(), a hook), that launch is
+        refused, or, when its launcher is already under way, finishes first: the module is given
+        back when the general-path launches in progress end, never under one."""
         release, self._release = self._release, None
         self._fast_clear()
         if self.__class__ is not _ClosedLaunch:
             self.__class__ = _ClosedLaunch
         if release is not None:
-            release()
+            with _LAUNCHING:
+                if self._launching:
+                    self._deferred, release = release, None
+            if release is not None:
+                release()
 
     def __del__(self):
         try:
@@ -315,6 +328,20 @@ class PreparedLaunch(FastCall):
     def launch(self, /, *args, grid=None, stream=None, **kwargs):
         """Launch with new arguments (or the prepared ones), on `grid` and `stream` when given
         (else the prepared grid, evaluated again when it is a callable, and the current stream)."""
+        with _LAUNCHING:
+            self._launching += 1
+        try:
+            return self._launch(args, kwargs, grid, stream)
+        finally:
+            with _LAUNCHING:
+                self._launching -= 1
+                release = self._deferred if not self._launching else None
+                if release is not None:
+                    self._deferred = None
+            if release is not None:  # closed during this launch: the module goes back now
+                release()
+
+    def _launch(self, args, kwargs, grid, stream):
         values = self._values_for(args, kwargs)
         if grid is None and self.grid_fn is not None and values is not self.values:
             grid = self.grid_fn
@@ -329,6 +356,8 @@ class PreparedLaunch(FastCall):
             if (enter is not None or leave is not None) and self.compiled is not None and \
                     self._runtime.launch_enter_hook is not None:  # as CompiledKernel.launch_metadata
                 md = A.launch_metadata(self.compiled, self.function, (gx, gy, gz), s, values)
+        if self.__class__ is _ClosedLaunch:  # closed by code this call ran: nothing is launched
+            self._closed()
         run = self._launcher.dry_run if self._dry_run else self._launcher
         return run(gx, gy, gz, s, self.function, self.spec.packed_metadata, md, enter, leave,
                    *self._for_launcher(values))

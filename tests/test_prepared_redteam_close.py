@@ -2,6 +2,8 @@
 dry runs: each test here failed before its fix. close() from code the general path runs
 launches nothing on a module given back; a kernel parameter named `self` binds by keyword on
 every path; prepare()'s own `kernel` and `grid` are positional only."""
+import types
+
 import pytest
 
 from cpu_triton import FakeTensor
@@ -10,7 +12,48 @@ pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 from test_prepared import A0  # noqa: E402
 from test_prepared_c import _renamed  # noqa: E402
-from test_prepared_redteam import _error  # noqa: E402
+from test_prepared_redteam import _add, _error  # noqa: E402
+
+
+# ---- close() from code the general path runs ----
+def test_a_launch_closed_by_its_own_grid_callable_launches_nothing_on_either_path():
+    events = []
+    holder = {}
+
+    def grid(meta):
+        if holder:
+            holder.pop("p").close()
+        return (4,)
+
+    x = FakeTensor(A0, tl.float32)
+    for call in (lambda p: p(x, x, x, 64), lambda p: p.launch(x, x, x, 64)):
+        p = _add(grid=grid, release=lambda: events.append("released"))
+        launched = []
+        p._launcher = types.SimpleNamespace(dry_run=lambda *a: launched.append(a))
+        holder["p"] = p
+        with pytest.raises(ValueError, match="closed"):
+            call(p)
+        assert not launched and events.pop() == "released"
+
+
+def test_a_launch_closed_by_its_enter_hook_finishes_before_the_module_is_given_back():
+    from triton.knobs import HookChain
+
+    events = []
+    holder = {}
+
+    class Runtime:
+        launch_enter_hook = HookChain()
+        launch_exit_hook = HookChain()
+
+    Runtime.launch_enter_hook.add(lambda md: holder["p"].close() or events.append("enter"))
+    Runtime.launch_exit_hook.add(lambda md: events.append("exit"))
+    x = FakeTensor(A0, tl.float32)
+    p = holder["p"] = _add(runtime=Runtime(), release=lambda: events.append("released"))
+    assert p(x, x, x, 64)  # launched, its hooks set: the general path
+    assert events == ["enter", "exit", "released"]
+    with pytest.raises(ValueError, match="closed"):
+        p(x, x, x, 64)
 
 
 # ---- names ----
