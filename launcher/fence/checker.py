@@ -45,7 +45,8 @@ def _check_ptx_module(module, name: str | None, extents: dict | None = None,
     findings = []
     for function in module.kernels:
         kernel = name or function.name
-        for hazard in representative_hazards(find_hazards(kernel_blocks(module, function, extents, shared))):
+        hazards = find_hazards(kernel_blocks(module, function, extents, shared), representative=True)
+        for hazard in representative_hazards(hazards):
             if hazard.certain:
                 severity, reason = ERROR, None
             else:
@@ -71,7 +72,8 @@ def _check_ttgir_module(module, name: str | None, filename: str | None = None) -
     findings = []
     for function in entry_functions(module):
         kernel = name or function.name
-        for hazard in representative_hazards(find_hazards(ttgir_function_blocks(module, function))):
+        hazards = find_hazards(ttgir_function_blocks(module, function), representative=True)
+        for hazard in representative_hazards(hazards):
             severity = INFO if hazard.certain else UNKNOWN
             reason = None if hazard.certain else "the descriptors may refer to the same buffer"
             findings.append(finding_from_hazard(kernel, hazard, severity, str(hazard.async_access.region),

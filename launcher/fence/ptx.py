@@ -1564,6 +1564,12 @@ class PtxRegion:
             return Overlap.YES
         return Overlap.UNKNOWN
 
+    def span(self) -> tuple[str, int, int | None] | None:
+        """(symbol, lo, hi): ``overlap`` with another region that has a span is NO exactly where their symbols
+        differ or their ``[lo, hi)`` do not meet (lets ``dataflow`` sort regions instead of testing each pair);
+        None where the address is not resolved."""
+        return None if self.symbol is None else (self.symbol, self.lo, self.hi)
+
     def __str__(self) -> str:
         if self.symbol is None:
             return "unresolved shared address"
