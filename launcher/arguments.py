@@ -252,11 +252,9 @@ def check_header(spec, grid_x, grid_y, grid_z, stream, function) -> tuple:
 
 
 def check_kernel_metadata(spec, kernel_metadata) -> tuple:
-    """(num_warps, num_ctas, shared) as Triton passes them, checked."""
-    try:
-        md = tuple(kernel_metadata)
-    except TypeError:
-        md = None
+    """(num_warps, num_ctas, shared) as Triton passes them (a tuple; any sequence), checked. Not
+    any iterable: an iterator may not end (tuple() of itertools.count() never returns)."""
+    md = tuple(kernel_metadata) if isinstance(kernel_metadata, collections.abc.Sequence) else None
     if md is None or len(md) != 3:
         raise TypeError(f"kernel {spec.kernel!r}: kernel_metadata must be a "
                         f"(num_warps, num_ctas, shared) tuple, got {show(kernel_metadata)}")

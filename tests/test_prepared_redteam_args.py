@@ -1,0 +1,60 @@
+"""A red-team review of the launcher object's argument checks (launcher.arguments,
+launcher.cuda_launcher) on the CPU, in dry runs: each test here failed (or hung) before its fix."""
+import itertools
+import multiprocessing
+
+import pytest
+
+import kernels as K
+from cpu_triton import FakeTensor
+
+pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+from test_prepared import A0, compile_for_call  # noqa: E402
+
+
+def _launcher():
+    from launcher import CudaLauncher
+
+    x = FakeTensor(A0, tl.float32)
+    values = (x, x, x, 1024, 256)
+    ck = compile_for_call(K.add_kernel, values)
+    return CudaLauncher(ck.src, ck.metadata), values
+
+
+def _metadata_refused(queue):
+    import resource
+
+    launcher, values = _launcher()
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)  # an endless tuple() fails here, not on the machine
+    resource.setrlimit(resource.RLIMIT_AS, (min(8 << 30, hard) if hard > 0 else 8 << 30, hard))
+    for run in (launcher.dry_run, launcher.dry_run_planned):  # the generated code and the plan-driven packer
+        try:
+            run(4, 1, 1, 0, 0xF00, itertools.count(), None, None, None, *values)
+            queue.put("launched")
+        except TypeError as e:
+            queue.put(str(e))
+
+
+def test_kernel_metadata_that_never_ends_is_refused_not_iterated_forever():
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_metadata_refused, args=(queue,))
+    child.start()
+    child.join(30)
+    hung = child.is_alive()
+    if hung:
+        child.kill()
+        child.join()
+    assert not hung, "tuple(kernel_metadata) of an endless iterator"
+    assert child.exitcode == 0, "tuple(kernel_metadata) of an endless iterator ran out of memory"
+    for _ in range(2):
+        assert "kernel_metadata must be a (num_warps, num_ctas, shared) tuple" in queue.get(timeout=10)
+
+
+@pytest.mark.parametrize("metadata", [[4, 1, 0], (4, 1, 0), range(4, 7)])
+def test_kernel_metadata_of_any_sequence_is_taken(metadata):
+    launcher, values = _launcher()
+    want = launcher.dry_run(4, 1, 1, 0, 0xF00, launcher.packed_metadata, None, None, None, *values)
+    got = launcher.dry_run(4, 1, 1, 0, 0xF00, metadata, None, None, None, *values)
+    assert len(got) == len(want)
