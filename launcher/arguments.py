@@ -291,4 +291,8 @@ def diagnose(spec, encoders, exc, grid_x, grid_y, grid_z, stream, function, kern
     check_header(spec, grid_x, grid_y, grid_z, stream, function)
     flat_values(spec, args, encoders)
     check_kernel_metadata(spec, kernel_metadata)
+    if isinstance(exc, struct.error):  # the packer refused a value that passes when read again
+        raise TypeError(f"kernel {spec.kernel!r}: an argument could not be packed ({exc}), yet every argument "
+                        "passes its check when read again: a data_ptr(), __index__ or __float__ that answers "
+                        "differently from one call to the next?") from exc
     raise exc

@@ -58,3 +58,20 @@ def test_kernel_metadata_of_any_sequence_is_taken(metadata):
     want = launcher.dry_run(4, 1, 1, 0, 0xF00, launcher.packed_metadata, None, None, None, *values)
     got = launcher.dry_run(4, 1, 1, 0, 0xF00, metadata, None, None, None, *values)
     assert len(got) == len(want)
+
+
+class _Fickle(FakeTensor):
+    """A tensor whose first data_ptr() is not an address and whose later ones are."""
+    answers = []
+
+    def data_ptr(self):
+        return _Fickle.answers.pop(0) if _Fickle.answers else self.ptr
+
+
+@pytest.mark.parametrize("first", ["0x1000", -16, 1 << 64])
+def test_an_argument_that_reads_differently_when_diagnosed_is_a_type_error_naming_the_kernel(first):
+    launcher, values = _launcher()
+    t = _Fickle(A0, tl.float32)
+    _Fickle.answers = [first]
+    with pytest.raises(TypeError, match="kernel 'add_kernel': an argument could not be packed .* data_ptr"):
+        launcher.dry_run(4, 1, 1, 0, 0xF00, launcher.packed_metadata, None, None, None, t, *values[1:])
