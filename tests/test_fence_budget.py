@@ -1,10 +1,18 @@
-"""The cost of the fence check on hostile or huge PTX (red-team review of 2026-12-08).
+"""The cost of the fence check on hostile or huge PTX (red-team review of 2026-12-08), and its work budget.
 
-The check runs before every kernel load, so no input may make it run for long: the algorithms are counted, not
-timed: the work must grow in proportion to the input where it did not.
+The check runs before every kernel load, so no input may make it run for long:
+- the algorithms are counted, not timed: the work must grow in proportion to the input where it did not;
+- past its work budget (``dataflow.WORK_BUDGET`` steps) the check stops and the kernel is ``unknown``, with a finding
+  of kind ``BUDGET`` that names the budget: never ``clean``, never a hang. The corpus stays far below the budget
+  (``test_fence_corpus.py::test_the_check_stays_far_below_its_work_budget``).
 """
-from launcher.fence import check_ptx, checker, dataflow
-from launcher.fence import ptx as P
+import json
+import logging
+import sys
+
+from launcher.fence import check_kernel, check_ptx, check_ttgir, dataflow, main
+from launcher.fence import checker, ptx as P
+from launcher.fence.report import BUDGET
 
 HEADER = """
 .version 8.7
@@ -124,3 +132,128 @@ def test_a_storm_of_hazards_keeps_one_per_async_instruction():
     assert sorted((h.kind, h.generic.instruction.line, h.async_access.instruction.line, h.certain) for h in chosen) \
         == sorted((h.kind, h.generic.instruction.line, h.async_access.instruction.line, h.certain)
                   for h in checker.representative_hazards(every))
+
+
+# -- the budget -------------------------------------------------------------------------------------------
+
+
+def _the_budget_finding(findings, ir="ptx"):
+    (finding,) = findings
+    assert (finding.severity, finding.kind, finding.ir) == ("unknown", BUDGET, ir)
+    assert "work budget" in finding.message and f"{dataflow.WORK_BUDGET:,} steps" in finding.message
+    return finding
+
+
+def test_a_kernel_past_the_work_budget_is_unknown_and_names_the_budget(caplog):
+    """A hostile kernel (a storm of 3500 links, 6 million pairs) at the default budget: not decided, never
+    clean, and said so in the log the load hook writes to. (Verdict and reason only; the cost is counted.)"""
+    budget_spent = []
+    real = checker.WorkBudget
+
+    class Recording(real):
+        __slots__ = ()
+
+        def __init__(self, limit=None):
+            super().__init__(limit)
+            budget_spent.append(self)
+
+    text = storm(3500)
+    with caplog.at_level(logging.WARNING, logger="launcher.fence"):
+        checker.WorkBudget = Recording
+        try:
+            report = check_kernel(ptx=text, info=False)
+        finally:
+            checker.WorkBudget = real
+    assert report.verdict == "unknown"
+    finding = _the_budget_finding(report.findings)
+    assert finding.kernel == "k" and finding.writer.line == finding.reader.line > 0  # the .entry line
+    assert "work budget" in caplog.text and "k" in caplog.text
+    # it stopped where the budget ran out, not far past it
+    (budget,) = budget_spent
+    assert dataflow.WORK_BUDGET < budget.spent < dataflow.WORK_BUDGET + 100_000
+    assert "not decided" in report.format_text()
+
+
+def test_every_part_of_the_check_spends_from_the_budget(monkeypatch):
+    """Reading the kernel, classifying its instructions, the address analysis and the dataflow analysis each
+    spend from the one budget, so a kernel that is huge rather than hostile stops too."""
+    calls = []  # (the function that spent, steps spent before it)
+
+    class Recording(dataflow.WorkBudget):
+        __slots__ = ()
+
+        def spend(self, steps):
+            if steps:
+                calls.append((sys._getframe(1).f_code.co_name, self.spent))
+            super().spend(steps)
+
+    text = mbarriers(60)
+    module = P.parse_ptx(text)
+    budget = Recording(10 ** 9)
+    dataflow.find_hazards(P.kernel_blocks(module, module.kernels[0], budget=budget), budget=budget)
+    first = {}
+    for name, before in calls:
+        first.setdefault(name, before)
+    assert list(first)[:3] == ["kernel_blocks", "_function_events", "_solve"] and "_run" in first, list(first)
+    stopped_in = []
+    real = checker.budget_finding
+
+    def where(kernel, exceeded, **kw):
+        traceback = exceeded.__traceback__
+        while traceback.tb_next is not None and traceback.tb_next.tb_frame.f_code.co_name != "spend":
+            traceback = traceback.tb_next
+        stopped_in.append(traceback.tb_frame.f_code.co_name)
+        return real(kernel, exceeded, **kw)
+
+    monkeypatch.setattr(checker, "budget_finding", where)
+    for part in ("kernel_blocks", "_function_events", "_solve", "_run"):
+        monkeypatch.setattr(dataflow, "WORK_BUDGET", max(first[part], 1))  # its first spending goes past it
+        _the_budget_finding(check_ptx(text))
+        assert stopped_in[-1] == part
+    monkeypatch.setattr(dataflow, "WORK_BUDGET", budget.spent)
+    assert [f.kind for f in check_ptx(text)] == ["RAW"]  # what it takes is enough
+
+
+def test_a_ttgir_past_the_budget_is_unknown_alone_and_info_beside_its_ptx(monkeypatch):
+    ttgir = """\
+#blocked = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>
+#smem = #ttg.shared_memory
+module attributes {"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32} {
+  tt.func public @k(%desc: !tt.tensordesc<tensor<64x64xf16, #shared>>) {
+    %cst = arith.constant dense<1.000000e+00> : tensor<64x64xf16, #blocked>
+    %c0_i32 = arith.constant 0 : i32
+    %buf = ttg.local_alloc : () -> !ttg.memdesc<64x64xf16, #shared, #smem, mutable>
+    ttg.local_store %cst, %buf : tensor<64x64xf16, #blocked> -> !ttg.memdesc<64x64xf16, #shared, #smem, mutable>
+    ttng.async_tma_copy_local_to_global %desc[%c0_i32, %c0_i32] %buf : !tt.tensordesc<tensor<64x64xf16, #shared>>, \
+!ttg.memdesc<64x64xf16, #shared, #smem, mutable>
+    tt.return
+  }
+}
+"""
+    assert [f.kind for f in check_ttgir(ttgir)] == ["RAW"]
+    monkeypatch.setattr(dataflow, "WORK_BUDGET", 1)
+    _the_budget_finding(check_ttgir(ttgir), ir="ttgir")
+    monkeypatch.undo()
+    made = []
+
+    class FirstOneSmall(dataflow.WorkBudget):  # check_kernel checks the TTGIR first, then the PTX
+        __slots__ = ()
+
+        def __init__(self, limit=None):
+            super().__init__(1 if not made else limit)
+            made.append(self)
+
+    monkeypatch.setattr(checker, "WorkBudget", FirstOneSmall)
+    report = check_kernel(ptx=kernel("\tret;"), ttgir=ttgir)  # the PTX decides: the TTGIR's stop is only info
+    assert len(made) == 2
+    assert report.verdict == "clean" and [(f.severity, f.kind) for f in report.findings] == [("info", BUDGET)]
+
+
+def test_the_check_command_reports_the_budget(monkeypatch, tmp_path, capsys):
+    path = tmp_path / "k.ptx"
+    path.write_text(mbarriers(60))
+    monkeypatch.setattr(dataflow, "WORK_BUDGET", 1_000)
+    assert main(["--format", "json", str(path)]) == 0  # only errors fail the command
+    (entry,) = json.loads(capsys.readouterr().out)["kernels"]
+    assert entry["verdict"] == "unknown" and [f["kind"] for f in entry["findings"]] == [BUDGET]

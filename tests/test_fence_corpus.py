@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from launcher.fence import check_kernel
+from launcher.fence import check_kernel, checker, dataflow
 from launcher.fence.ptx import build_cfg, parse_ptx
 
 import fence_corpus as fc
@@ -111,3 +111,23 @@ def test_nothing_reported_without_an_async_proxy(name, arch, report_of):
     """No info, no unknown: with no async-proxy access there is nothing to order."""
     name, arch, case, kernel = _compiled(name, arch)
     assert report_of(name, arch, kernel).findings == [], case.why
+
+
+def test_the_check_stays_far_below_its_work_budget(compiled, monkeypatch):
+    """Past its work budget the check stops and the kernel is unknown (test_fence_budget.py): every kernel here
+    takes under a tenth of it. (The largest kernel measured, the attention backward of the benchmark, sm_100 with
+    3.6, takes 0.46 million of the 5 million steps: docs/fence.md, Cost.)"""
+    name, arch, case, kernel = compiled
+    budgets = []
+
+    class Recording(checker.WorkBudget):
+        __slots__ = ()
+
+        def __init__(self, limit=None):
+            super().__init__(limit)
+            budgets.append(self)
+
+    monkeypatch.setattr(checker, "WorkBudget", Recording)
+    report = check_kernel(ptx=kernel.asm["ptx"], ttgir=kernel.asm["ttgir"], shared=kernel.metadata.shared)
+    assert all(f.kind != "BUDGET" for f in report.findings)
+    assert budgets and max(b.spent for b in budgets) < dataflow.WORK_BUDGET // 10, [b.spent for b in budgets]

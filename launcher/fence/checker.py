@@ -6,9 +6,9 @@ import logging
 import os
 from dataclasses import replace
 
-from .dataflow import Hazard, find_hazards
+from .dataflow import Hazard, WorkBudget, WorkBudgetExceeded, find_hazards
 from .ptx import kernel_blocks, parse_ptx
-from .report import ERROR, INFO, UNKNOWN, Finding, Report, finding_from_hazard
+from .report import BUDGET, ERROR, INFO, UNKNOWN, Finding, Report, budget_finding, finding_from_hazard
 from .ttgir import async_operand_extents, entry_functions, parse_ttgir, shared_allocation
 from .ttgir import function_blocks as ttgir_function_blocks
 
@@ -28,6 +28,12 @@ def representative_hazards(hazards: list[Hazard]) -> list[Hazard]:
     return sorted(chosen.values(), key=lambda h: (h.async_access.instruction.line, h.kind))
 
 
+def _log_budget(kernel: str, exceeded: WorkBudgetExceeded, ir: str) -> None:
+    """Said where a load hears it: the hook acts on errors only, and an ``unknown`` kernel loads."""
+    log.warning("fence check of %r stopped at its work budget (%s steps) in the %s: not decided, the kernel is "
+                "not checked", kernel, f"{exceeded.limit:,}", ir)
+
+
 def _file(filename: str | None) -> str | None:
     """The file name findings cite: None for the placeholders ("<ptx>") of text given directly."""
     return filename if filename and not filename.startswith("<") else None
@@ -42,10 +48,20 @@ def check_ptx(text: str, *, name: str | None = None, filename: str = "<ptx>",
 
 def _check_ptx_module(module, name: str | None, extents: dict | None = None,
                       shared: int | None = None) -> list[Finding]:
+    """Findings of every kernel of a parsed PTX module. The kernels share one ``WorkBudget``: a kernel the check
+    cannot finish within it gets one ``unknown`` finding of kind ``BUDGET`` (never clean, never a hang)."""
     findings = []
+    budget = WorkBudget()
     for function in module.kernels:
         kernel = name or function.name
-        hazards = find_hazards(kernel_blocks(module, function, extents, shared), representative=True)
+        try:
+            hazards = find_hazards(kernel_blocks(module, function, extents, shared, budget), budget=budget,
+                                   representative=True)
+        except WorkBudgetExceeded as exceeded:
+            _log_budget(kernel, exceeded, "PTX")
+            findings.append(budget_finding(kernel, exceeded, ir="ptx", line=function.line,
+                                           file=_file(module.filename)))
+            continue
         for hazard in representative_hazards(hazards):
             if hazard.certain:
                 severity, reason = ERROR, None
@@ -70,9 +86,15 @@ def check_ttgir(text: str, *, name: str | None = None, filename: str = "<ttgir>"
 
 def _check_ttgir_module(module, name: str | None, filename: str | None = None) -> list[Finding]:
     findings = []
+    budget = WorkBudget()  # as for the PTX (_check_ptx_module), its own
     for function in entry_functions(module):
         kernel = name or function.name
-        hazards = find_hazards(ttgir_function_blocks(module, function), representative=True)
+        try:
+            hazards = find_hazards(ttgir_function_blocks(module, function), budget=budget, representative=True)
+        except WorkBudgetExceeded as exceeded:
+            _log_budget(kernel, exceeded, "TTGIR")
+            findings.append(budget_finding(kernel, exceeded, ir="ttgir", line=function.line, file=_file(filename)))
+            continue
         for hazard in representative_hazards(hazards):
             severity = INFO if hazard.certain else UNKNOWN
             reason = None if hazard.certain else "the descriptors may refer to the same buffer"
@@ -110,13 +132,16 @@ def check_kernel(*, ptx: str | None = None, ttgir: str | None = None, name: str 
     ptx_findings = _check_ptx_module(module, name, extents, shared)
     if ttgir_findings is None:
         ttgir_findings = []
-        if ttgir is not None and any(not f.source_line for f in ptx_findings):
+        if ttgir is not None and any(not f.source_line and f.kind != BUDGET for f in ptx_findings):
             ttgir_findings = _check_ttgir_module(parse_ttgir(ttgir, ttgir_filename), name, ttgir_filename)
         findings = [_attach_source(f, ttgir_findings) for f in ptx_findings]
         return Report(name or (module.functions[0].name if module.functions else "<kernel>"), findings)
     findings = [_attach_source(f, ttgir_findings) for f in ptx_findings]
     shown = {(f.kind, f.source_line) for f in findings if f.source_line}
     for finding in ttgir_findings:
+        if finding.kind == BUDGET:  # the PTX decides the verdict: a TTGIR the check could not finish is only info
+            findings.append(replace(finding, severity=INFO))
+            continue
         if (finding.kind, finding.source_line) in shown:
             continue
         findings.append(replace(finding, severity=INFO,

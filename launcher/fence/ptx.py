@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from .dataflow import (Access, AccessKind, BarrierWait, Block, CopyArrive, CopyCommit, CopyWait, Fence, Instruction,
-                       Overlap, Scope)
+                       Overlap, Scope, WorkBudget)
 from .errors import ParseError
 
 # ----------------------------------------------------------------------------------------------
@@ -1043,10 +1043,13 @@ class AddressAnalysis:
     """
 
     _WIDEN_AFTER = 6
+    _VALUE_STEPS = 32  # budget steps per value computed: about what 32 pending accesses cost the dataflow analysis
 
     def __init__(self, function: PtxFunction, shared_symbols: set[str], blocks: list[list[int]] | None = None,
-                 roots: list[tuple[int, str]] | None = None):
-        """``roots``: the (instruction index, operand) pairs to resolve; by default every address operand."""
+                 roots: list[tuple[int, str]] | None = None, budget: WorkBudget | None = None):
+        """``roots``: the (instruction index, operand) pairs to resolve; by default every address operand.
+        ``budget``: the check's work budget (``_VALUE_STEPS`` per value computed); past it, ``WorkBudgetExceeded``."""
+        self.budget = WorkBudget() if budget is None else budget
         self.function = function
         self.shared_symbols = shared_symbols
         instructions = function.instructions
@@ -1181,9 +1184,14 @@ class AddressAnalysis:
         # evaluation it joins only the definitions that changed since (not all of them again: a register
         # defined N times would cost N joins per change, N * N in all)
         changed: dict[tuple, dict | None] = {key: None for key in nodes if key[0] == "all"}
+        steps, weight = len(nodes), self._VALUE_STEPS
         while worklist:
             key = worklist.pop()
             queued.discard(key)
+            steps += weight
+            if steps >= 65536:
+                self.budget.spend(steps)
+                steps = 0
             if key[0] == "all":
                 sources = changed[key]
                 changed[key] = {}
@@ -1208,6 +1216,7 @@ class AddressAnalysis:
                 if dependent not in queued:
                     queued.add(dependent)
                     worklist.append(dependent)
+        self.budget.spend(steps)
 
     def _evaluate_definition(self, key: tuple, reads: list):
         index = key[0]
@@ -1941,9 +1950,16 @@ def _async_classes(functions: list[PtxFunction]) -> tuple[bool, bool]:
     return any_async, any_write
 
 
+# budget steps (dataflow.WorkBudget; a step is about what the dataflow analysis does with one pending access) per
+# instruction of the kernel, for reading it and building its CFG, and per instruction classified (its operands'
+# addresses resolved, its witness found): measured on the corpus and on synthetic kernels (docs/fence.md)
+_READ_STEPS = 8
+_CLASSIFY_STEPS = 100
+
+
 def _function_events(function: PtxFunction, shared_symbols: set[str], extents: dict | None, filename: str,
-                     classes: tuple[bool, bool] = (True, True), sizes: dict[str, int] | None = None
-                     ) -> tuple[list[list[int]], list[list[int]], list[list]]:
+                     classes: tuple[bool, bool] = (True, True), sizes: dict[str, int] | None = None,
+                     budget: WorkBudget | None = None) -> tuple[list[list[int]], list[list[int]], list[list]]:
     """Blocks, successors and events of one function. ``classes`` (from ``_async_classes`` of everything the
     kernel can run) says which generic accesses can matter: none without async accesses, no reads without
     async writes. Their addresses are then not even computed. ``sizes``: the bytes allocated per shared symbol
@@ -1963,7 +1979,9 @@ def _function_events(function: PtxFunction, shared_symbols: set[str], extents: d
             raise ParseError(filename, instr.line, f"shared-memory instruction not understood: {instr.text[:80]!r}")
     if not any_async:  # nothing to order
         return instruction_blocks, successors, [[] for _ in instruction_blocks]
-    analysis = AddressAnalysis(function, shared_symbols, instruction_blocks, roots)
+    if budget is not None:  # charged before the work: a huge kernel stops here
+        budget.spend(_CLASSIFY_STEPS * len(candidates))
+    analysis = AddressAnalysis(function, shared_symbols, instruction_blocks, roots, budget)
     classifier = Classifier(analysis, extents, generic=any_async, generic_reads=any_write, sizes=sizes)
     slots, staging = set(), []
     for index in candidates:
@@ -1994,14 +2012,16 @@ def _function_events(function: PtxFunction, shared_symbols: set[str], extents: d
 
 
 def kernel_blocks(module: PtxModule, kernel: PtxFunction, extents: dict | None = None,
-                  shared: int | None = None) -> list[Block]:
+                  shared: int | None = None, budget: WorkBudget | None = None) -> list[Block]:
     """The kernel's control-flow graph with proxy events, ready for ``find_hazards`` (entry: block 0).
     ``shared``: the bytes of dynamic shared memory the kernel is launched with (Triton's ``shared``), the size
     of its unsized ``.extern .shared`` array.
 
     A ``call`` to a function of the module leads into the callee's blocks, and the callee's returns lead
     back to every call site (context-insensitive: sound for a may-analysis). Calls to functions declared
-    without a body (``__assertfail``, ``vprintf``) touch no shared memory.
+    without a body (``__assertfail``, ``vprintf``) touch no shared memory. ``budget``: the check's work budget,
+    which reading the functions, classifying their instructions and the address analysis spend from
+    (``WorkBudgetExceeded`` past it).
     """
     by_name = {f.name: f for f in module.functions}
     reachable = [kernel]
@@ -2011,13 +2031,15 @@ def kernel_blocks(module: PtxModule, kernel: PtxFunction, extents: dict | None =
                 callee = by_name.get(_call_target(instr) or "")
                 if callee is not None and callee not in reachable:
                     reachable.append(callee)
+    if budget is not None:
+        budget.spend(_READ_STEPS * sum(len(function.instructions) for function in reachable))
     classes = _async_classes(reachable)
     offsets: dict[str, int] = {}
     built: dict[str, tuple] = {}
     total = 0
     for function in reachable:
         parts = _function_events(function, module.shared_symbols, extents, module.filename, classes,
-                                 module.allocation(shared))
+                                 module.allocation(shared), budget)
         offsets[function.name] = total
         built[function.name] = parts
         total += len(parts[0]) + 1  # one extra block: the function's exit

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .dataflow import Hazard, Instruction, Scope
+from .dataflow import Hazard, Instruction, Scope, WorkBudgetExceeded
 
 ERROR = "error"  # a hazard in the final PTX
 INFO = "info"  # a TTGIR hazard that the installed Triton fixes later
 UNKNOWN = "unknown"  # the analysis cannot decide; the message says why
 CLEAN = "clean"  # the verdict of a report with neither errors nor unknowns (info findings allowed)
+BUDGET = "BUDGET"  # the kind of a finding that says the check stopped at its work budget (see budget_finding)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,10 @@ class Finding:
         return f"{place}: {location.text}"
 
     def format_text(self) -> str:
+        if self.kind == BUDGET:
+            return (f"{self.kernel}: {self.severity}: {self.message}\n"
+                    f"    kernel:  {self._where(self.writer)}\n"
+                    f"    fix:     {self.hint}")
         where = f" ({self.source_line})" if self.source_line else ""
         return (f"{self.kernel}: {self.severity}: {self.kind} {self.message}{where}\n"
                 f"    generic: {self._where(self.writer)}\n"
@@ -99,3 +104,17 @@ def finding_from_hazard(kernel: str, hazard: Hazard, severity: str, buffer: str,
 
 def _location(instruction: Instruction) -> Location:
     return Location(instruction.text, instruction.line)
+
+
+def budget_finding(kernel: str, exceeded: WorkBudgetExceeded, *, ir: str, line: int,
+                   file: str | None = None) -> Finding:
+    """The finding of a check that stopped at its work budget (``dataflow.WorkBudget``): ``unknown``, never
+    clean, kind ``BUDGET``; writer and reader are the kernel's header (``line``), as no access is in question."""
+    header = Location(kernel, line)
+    return Finding(kernel=kernel, severity=UNKNOWN, kind=BUDGET, writer=header, reader=header, source_line=None,
+                   buffer="", scope=Scope.CTA.value, ir=ir, file=file,
+                   message=f"not decided: the fence check stopped at its work budget ({exceeded.limit:,} steps) "
+                           f"before it had followed every path of the kernel",
+                   hint="the kernel has more paths or pending shared-memory accesses than the check follows before "
+                        "a load; check its fences by hand, or run the check with a larger "
+                        "launcher.fence.dataflow.WORK_BUDGET")
