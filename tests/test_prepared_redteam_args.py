@@ -1,7 +1,7 @@
 """A red-team review of the launcher object's argument checks (launcher.arguments,
 launcher.cuda_launcher) on the CPU, in dry runs: each test here failed (or hung) before its fix."""
-import itertools
 import multiprocessing
+import time
 
 import pytest
 
@@ -22,15 +22,22 @@ def _launcher():
     return CudaLauncher(ck.src, ck.metadata), values
 
 
-def _metadata_refused(queue):
-    import resource
+class _Endless:
+    """An iterator that never ends, slowly (a hang here grows by a few kilobytes, not gigabytes)."""
 
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        time.sleep(0.001)
+        return 1
+
+
+def _metadata_refused(queue):
     launcher, values = _launcher()
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)  # an endless tuple() fails here, not on the machine
-    resource.setrlimit(resource.RLIMIT_AS, (min(8 << 30, hard) if hard > 0 else 8 << 30, hard))
     for run in (launcher.dry_run, launcher.dry_run_planned):  # the generated code and the plan-driven packer
         try:
-            run(4, 1, 1, 0, 0xF00, itertools.count(), None, None, None, *values)
+            run(4, 1, 1, 0, 0xF00, _Endless(), None, None, None, *values)
             queue.put("launched")
         except TypeError as e:
             queue.put(str(e))
@@ -47,7 +54,6 @@ def test_kernel_metadata_that_never_ends_is_refused_not_iterated_forever():
         child.kill()
         child.join()
     assert not hung, "tuple(kernel_metadata) of an endless iterator"
-    assert child.exitcode == 0, "tuple(kernel_metadata) of an endless iterator ran out of memory"
     for _ in range(2):
         assert "kernel_metadata must be a (num_warps, num_ctas, shared) tuple" in queue.get(timeout=10)
 
