@@ -17,6 +17,7 @@ import operator
 import struct
 
 from launcher import spec as S
+from launcher.tensordesc import sizes_of
 from launcher.tensormap import tensormap_bytes
 
 __all__ = ["flat_values", "check_header", "diagnose"]
@@ -143,7 +144,7 @@ def _tensordesc(spec, arg, where, value, encoder) -> tuple:
     if missing:
         raise TypeError(f"{_where(spec, name)} expects {S.describe_type(arg.type)}, got {_typename(value)}")
     try:
-        shape, strides = list(value.shape), list(value.strides)
+        shape, strides = list(sizes_of(value.shape, ndim)), list(sizes_of(value.strides, ndim))
     except TypeError:
         raise TypeError(f"{_where(spec, name)}: the descriptor's shape and strides must be sequences of ints, got "
                         f"{show(value.shape)} and {show(value.strides)}") from None

@@ -9,6 +9,7 @@ Triton is installed.
 """
 from __future__ import annotations
 
+import itertools
 import operator
 from dataclasses import dataclass
 
@@ -57,6 +58,12 @@ def _base_of(base):
 
 
 PADDINGS = ("zero", "nan")  # what a descriptor's padding may be (Triton's TensorDescriptor's too)
+
+
+def sizes_of(sizes, ndim: int) -> tuple:
+    """A descriptor's shape or strides, read as tuple() reads them but never past ndim + 1 items: an
+    endless iterator comes back one too long (its reader's length check refuses it), not read forever."""
+    return tuple(itertools.islice(sizes, ndim + 1))
 
 
 def nan_padding(padding) -> bool:

@@ -16,7 +16,7 @@ import functools
 import operator
 
 from launcher import driver
-from launcher.tensordesc import nan_padding
+from launcher.tensordesc import nan_padding, sizes_of
 
 _BIT21_DRIVERS = 13010  # drivers up to 13.1 get the CUTLASS workaround
 _BIT21_EXTENT = 128 * 1024  # ... for tensors whose last byte lies below 128 KiB
@@ -170,8 +170,8 @@ class DescriptorEncoder:
         self.fast = None  # the C encoder in front of this one (descriptor_encoder), armed with each format made
 
     def __call__(self, desc):
-        shape = tuple(desc.shape)
-        strides = tuple(desc.strides)
+        shape = sizes_of(desc.shape, self.ndim)
+        strides = sizes_of(desc.strides, self.ndim)
         tf32 = self.tma_tf32 and bool(getattr(desc, "round_f32_to_tf32", False))
         base = desc.base
         try:
@@ -235,7 +235,7 @@ def decomposer(tf32_flag: bool, ndim: int):
     def decompose(d):
         base = d.base
         ptr = base if base.__class__ is int else base.data_ptr() if base is not None else 0
-        shape, strides = tuple(d.shape), tuple(d.strides)
+        shape, strides = sizes_of(d.shape, ndim), sizes_of(d.strides, ndim)
         if len(shape) != ndim or len(strides) != ndim:
             raise ValueError(f"expects a {ndim}-d tensor descriptor, got shape {list(shape)} "
                              f"and strides {list(strides)}")

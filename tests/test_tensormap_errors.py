@@ -18,7 +18,7 @@ from cpu_triton import FakeTensor
 from launcher import CudaLauncher, LaunchSpec, SpecError, TensorMap
 from launcher import spec as S
 from launcher import triton_adapter as A
-from launcher.tensormap import DescriptorEncoder
+from launcher.tensormap import DescriptorEncoder, decomposer
 from triton_compile import compile_cpu
 
 triton = pytest.importorskip("triton")
@@ -161,3 +161,22 @@ def test_a_padding_other_than_zero_or_nan_is_refused_not_zero_filled(padding, ar
         assert dry_run(spec, OwnDescriptor("nan"), OwnDescriptor("zero", ADDRESS + 0x10000), 64, 64) is not None
     with pytest.raises(ValueError, match=r"parameter 'in_desc'.*padding must be 'zero' or 'nan', got"):
         dry_run(spec, OwnDescriptor(padding), OwnDescriptor("zero", ADDRESS + 0x10000), 64, 64)
+
+
+@pytest.mark.parametrize("arch", [90, 80], ids=["TMA map (sm_90)", "decomposed (sm_80)"])
+@pytest.mark.parametrize("which", ["shape", "strides"])
+def test_an_endless_shape_or_strides_is_refused_not_read_forever(which, arch):
+    """tensordesc.sizes_of, how every descriptor path reads shape and strides: never past ndim + 1 items."""
+    import itertools
+
+    ck = compile_cpu(K.tma_copy_kernel, TMA_SIG, (("BM", 64), ("BN", 64)), arch)
+    spec = A.spec_from_triton(ck.src, ck.metadata)
+    endless = OwnDescriptor("zero")
+    setattr(endless, which, itertools.count(1))
+    with pytest.raises(ValueError, match=r"parameter 'in_desc' expects a 2-d tensor descriptor"):
+        dry_run(spec, endless, OwnDescriptor("zero", ADDRESS + 0x10000), 64, 64)
+    desc0 = spec.args[0].desc
+    encoder = (DescriptorEncoder(desc0.meta, 2, spec.conventions) if desc0.tma is not None
+               else decomposer(spec.conventions.tensordesc_tf32_flag, 2))
+    with pytest.raises(ValueError, match="expects a 2-d tensor descriptor"):  # the encoder alone, as C's fallback
+        encoder(endless)
