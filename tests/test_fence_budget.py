@@ -14,16 +14,7 @@ from launcher.fence import check_kernel, check_ptx, check_ttgir, dataflow, main
 from launcher.fence import checker, ptx as P
 from launcher.fence.report import BUDGET
 
-HEADER = """
-.version 8.7
-.target sm_90a
-.address_size 64
-.extern .shared .align 16 .b8 global_smem[];
-"""
-
-
-def kernel(body: str, name: str = "k") -> str:
-    return HEADER + f".visible .entry {name}(\n\t.param .u32 {name}_param_0\n)\n.reqntid 128\n{{\n{body}\n}}\n"
+from fence_ptx_text import kernel
 
 
 def mbarriers(n: int) -> str:

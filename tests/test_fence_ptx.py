@@ -5,17 +5,12 @@ from launcher.fence import ParseError, check_ptx
 from launcher.fence.dataflow import AccessKind, Fence, Scope
 from launcher.fence.ptx import build_cfg, function_blocks, parse_ptx
 
-HEADER = """
-.version 8.7
-.target sm_90a
-.address_size 64
-.extern .shared .align 16 .b8 global_smem[];
-"""
+from fence_ptx_text import HEADER
+from fence_ptx_text import kernel as _kernel
 
 
 def kernel(body: str, name: str = "k") -> str:
-    return HEADER + f".visible .entry {name}(\n\t.param .u32 {name}_param_0\n)\n.reqntid 128\n{{\n{body}\n}}\n" + \
-        '\t.file\t1 "/src/kern.py"\n'
+    return _kernel(body, name, file="/src/kern.py")
 
 
 STORE_THEN_TMA = """
