@@ -938,6 +938,4 @@ def check_text(text: str, what: str, fail) -> None:
     fail(problem)  # outside the except: the refusal is not chained to the SpecError
 
 
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+_short = S.short_repr

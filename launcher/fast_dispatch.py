@@ -252,7 +252,6 @@ def _guard_run(jit, example):
         return made.run
 
 
-_JIT_CALLABLE: list = []  # Triton's JITCallable, once asked for
 _NO_KEY_CLASSES: dict = {}  # classes whose instances never key (tensor descriptors) -> their NoKey
 
 
@@ -280,9 +279,7 @@ def classify(value, specialize: bool, align: bool, tensor=None):
     except (TypeError, OverflowError) as e:
         raise NoKey(f"an argument Triton cannot specialize here ({type(value).__name__})") from e
     if ty == "constexpr":  # by value; a JIT function by its cache_key (_call.jit_key: the one rule)
-        if not _JIT_CALLABLE:
-            _JIT_CALLABLE.append(A.jit_callable_class())
-        return ("constexpr", value.__class__, _call.jit_key(value) if isinstance(value, _JIT_CALLABLE[0]) else value)
+        return ("constexpr", value.__class__, _call.jit_key(value) if isinstance(value, A.jit_callable_class()) else value)
     dtype = getattr(value, "dtype", None)
     return (ty, dtype if dtype is not None else None, attr)
 

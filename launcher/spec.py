@@ -641,13 +641,21 @@ def _in_range(value, lo, hi, where):
     return value
 
 
+def short_repr(value) -> str:
+    """A value as a message shows it: its repr, cut to 60 characters (a hand-made object whose own
+    repr raises: its class)."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def check_text(text: str, where: str) -> None:
     """The one rule for text read from a file that messages and `inspect` print: printable
     characters only (str.isprintable: no escape sequences, line breaks or lone surrogates)."""
     if not text.isprintable():
-        shown = repr(text)
-        raise SpecError(f"{where}: {shown if len(shown) <= 60 else shown[:57] + '...'} holds characters that are "
-                        "not printable")
+        raise SpecError(f"{where}: {short_repr(text)} holds characters that are not printable")
 
 
 def pointer_type_ok(ty: str) -> bool:
@@ -703,15 +711,7 @@ def check_tensordesc_meta(m, where: str, ndim: int | None = None) -> None:
     if not isinstance(block, (list, tuple)) or len(block) not in ranks or not all(type(b) is int and 0 < b <= 256 for b in block):
         _field(m, "block_size", object, where)  # missing: says so
         sizes = f"{ndim}" if ndim is not None else "1 to 5"
-        raise SpecError(f"{where}.block_size: {_shown(block)} is not {sizes} sizes in [1, 256]")
-
-
-def _shown(value) -> str:
-    try:
-        text = repr(value)
-    except Exception:  # a hand-made object's own repr
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 60 else text[:57] + "..."
+        raise SpecError(f"{where}.block_size: {short_repr(block)} is not {sizes} sizes in [1, 256]")
 
 
 def _descriptor_types(types):

@@ -501,6 +501,7 @@ def is_tritons_run(run) -> bool:
         code is not None and code.co_name == "run" and code.co_filename.replace("\\", "/").endswith("triton/runtime/jit.py")
 
 
+@functools.lru_cache(maxsize=None)
 def jit_callable_class():
     """Triton's JITCallable (a JIT function passed as an argument is keyed by its cache_key), or
     JITFunction on a release without it."""
